@@ -1,0 +1,22 @@
+#include <sys/signalfd.h>
+#include <sys/inotify.h>
+#include <sys/statvfs.h>
+#include <sys/file.h>
+#include <signal.h>
+#include <errno.h>
+
+/// errno as a function: Swift cannot read the thread-local macro portably.
+static inline int dfl_errno(void) { return errno; }
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+/// renameat2(2) with RENAME_NOREPLACE through syscall(2): glibc only declares it under _GNU_SOURCE.
+static inline int dfl_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, 1u /* RENAME_NOREPLACE */);
+}
+
+/// open(2) with a mode: Swift cannot call the variadic open.
+static inline int dfl_openat(int dirfd, const char *path, int flags, unsigned mode) {
+    return openat(dirfd, path, flags, (mode_t)mode);
+}

@@ -1,0 +1,280 @@
+import CCurl
+import Glibc
+
+extension Agent {
+    /// Starts queued downloads while the limits allow (DESIGN.md §8: a freed slot is refilled in
+    /// the same loop turn).
+    func startRunnable() {
+        let now = MonotonicClock.now()
+        while transfers.count < config.concurrency.total {
+            let perHost = config.concurrency.perHost
+            guard let entry = scheduler.nextRunnable(now: now, canStart: { candidate in
+                (activePerHost[candidate.host] ?? 0) < perHost && classHasRoom(candidate)
+            }) else { return }
+            start(entry)
+        }
+    }
+
+    private func classHasRoom(_ entry: Scheduler.Entry) -> Bool {
+        guard let job = jobs[entry.unit.job], let limit = jobClass(of: job)?.maxActive else { return true }
+        let active = transfers.values.count { jobs[$0.unit.job]?.record.className == job.record.className }
+        return active < limit
+    }
+
+    private func start(_ entry: Scheduler.Entry) {
+        guard let job = jobs[entry.unit.job] else { return }
+        let index = entry.unit.download
+        var download = job.downloads[index]
+        let finalPath: String
+        do throws(Failure) {
+            if let chosen = download.finalPath {
+                finalPath = chosen
+            } else {
+                finalPath = try chooseFinalPath(for: download, of: job)
+            }
+        } catch {
+            return finish(job, index, failure: TransferFailure(failure: error, httpStatus: nil, retryAfter: nil,
+                                                               bytes: 0, resumedFrom: 0))
+        }
+        let firstChoice = download.finalPath == nil
+        download.finalPath = finalPath
+        download.status.file = finalPath
+        download.status.url = Redaction.url(download.currentURL)
+        if download.mirror == 0, download.restarts == 0 { job.record.attempts += 1 }
+        let jobClass = jobClass(of: job)
+        var request = TransferRequest(
+            url: download.currentURL, partPath: Agent.partPath(for: finalPath),
+            headers: download.spec.headers, checksum: download.spec.checksum,
+            maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
+            lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
+        request.durable = config.fsync
+        request.maxReceiveSpeed = receiveSpeed(download: download.spec, jobClass: jobClass)
+        let transfer: Transfer
+        do {
+            transfer = try Transfer(request)
+            try multi.add(transfer.easy)
+        } catch {
+            let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
+            job.downloads[index] = download
+            return finish(job, index, failure: TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
+                                                               retryAfter: nil, bytes: 0, resumedFrom: 0))
+        }
+        transfers[transfer.easy.key] = (transfer, entry.unit)
+        activePerHost[entry.host, default: 0] += 1
+        partsInUse.insert(request.partPath)
+        download.status.state = .running
+        download.status.resumedFrom = transfer.requestedOffset
+        download.status.bytes = transfer.written
+        download.status.error = nil
+        download.startedAt = MonotonicClock.now()
+        job.downloads[index] = download
+        job.record.state = .running
+        job.record.retryAt = nil
+        if job.record.started == nil { job.record.started = Timestamp.now() }
+        if firstChoice || transfer.requestedOffset > 0 { saveState(job) }
+        logger.debug("started", metadata: ["job": "\(job.record.job)", "url": "\(download.status.url)",
+                                           "from": "\(transfer.requestedOffset)"])
+    }
+
+    /// The per-transfer speed cap: the download's own limit, its class's and the global one shared out.
+    private func receiveSpeed(download: DownloadSpec, jobClass: Config.JobClass?) -> Int64 {
+        var limits: [Int64] = []
+        if let own = download.maxDownloadLimit, own > 0 { limits.append(own) }
+        if let classLimit = jobClass?.rateLimit, classLimit > 0 { limits.append(classLimit) }
+        if config.limits.rateLimit > 0 {
+            limits.append(max(1, config.limits.rateLimit / Int64(max(1, transfers.count + 1))))
+        }
+        return limits.min() ?? 0
+    }
+
+    /// Picks the final name in the destination under `on_conflict`, skipping names in use by others.
+    private func chooseFinalPath(for download: Job.Download, of job: Job) throws(Failure) -> String {
+        let folder = destination(of: job) + (download.spec.dir.map { "/" + $0 } ?? "")
+        do {
+            try FileSystem.makeDirectories(folder)
+        } catch {
+            throw Failure(error.isNoSpace ? .noSpace : .internal, "cannot create \(folder): \(error)")
+        }
+        let name = download.spec.out ?? FileName.fromURL(download.spec.urls[0])
+        for candidate in Agent.nameVariants(name) {
+            let path = folder + "/" + candidate
+            if partsInUse.contains(Agent.partPath(for: path)) { continue }
+            if FileSystem.exists(path) {
+                switch config.onConflict {
+                case .fail: throw Failure(.exists, "\(path) already exists (on_conflict: fail)")
+                case .overwrite: return path
+                case .rename: continue
+                }
+            }
+            return path
+        }
+        throw Failure(.exists, "no free name for \(name) in \(folder)")
+    }
+
+    func destination(of job: Job) -> String {
+        jobClass(of: job)?.destination.map(Agent.absolute) ?? destinationRoot
+    }
+
+    /// `x.iso`, `x.1.iso`, `x.2.iso`, …
+    static func nameVariants(_ name: String) -> some Sequence<String> {
+        let dot = name.dropFirst().firstIndex(of: ".")
+        let stem = dot.map { String(name[..<$0]) } ?? name
+        let suffix = dot.map { String(name[$0...]) } ?? ""
+        return (0..<10_000).lazy.map { $0 == 0 ? name : "\(stem).\($0)\(suffix)" }
+    }
+
+    /// Handles a transfer libcurl reports as done.
+    func complete(key: Int, result: CURLcode) {
+        guard let (transfer, unit) = transfers.removeValue(forKey: key) else { return }
+        multi.remove(transfer.easy)
+        partsInUse.remove(transfer.request.partPath)
+        if let host = URLParts(transfer.request.url)?.host {
+            activePerHost[host, default: 1] -= 1
+            if activePerHost[host] == 0 { activePerHost[host] = nil }
+        }
+        guard let job = jobs[unit.job] else { return }
+        let index = unit.download
+        if let started = job.downloads[index].startedAt {
+            job.downloads[index].status.seconds += Double(MonotonicClock.now() - started) / 1000
+            job.downloads[index].startedAt = nil
+        }
+        switch transfer.finish(result) {
+        case .completed(let result):
+            publish(transfer, result, job, index)
+        case .restart(let reason):
+            transfer.discardRecord()
+            try? FileSystem.removeIfPresent(transfer.request.partPath)
+            job.downloads[index].restarts += 1
+            if job.downloads[index].restarts > 3 {
+                return finish(job, index, failure: TransferFailure(failure: Failure(.network, reason), httpStatus: nil,
+                                                                   retryAfter: nil, bytes: 0, resumedFrom: 0))
+            }
+            logger.info("partial data unusable, starting over: \(reason)", metadata: ["job": "\(job.record.job)"])
+            job.downloads[index].status.state = .queued
+            scheduler.enqueue(entry(for: job, index))
+        case .failed(let failure):
+            finish(job, index, failure: failure)
+        }
+    }
+
+    /// Makes a complete `.part` durable and gives it its final name (fsync → rename → fsync folder).
+    private func publish(_ transfer: Transfer, _ result: TransferResult, _ job: Job, _ index: Int) {
+        let part = transfer.request.partPath
+        var target = job.downloads[index].finalPath ?? part
+        do throws(SystemError) {
+            try transfer.syncData()
+            switch config.onConflict {
+            case .overwrite:
+                try FileSystem.rename(part, to: target)
+            case .fail:
+                try FileSystem.renameNoReplace(part, to: target)
+            case .rename:
+                var placed = false
+                let folder = FileSystem.directoryName(of: target)
+                for candidate in Agent.nameVariants(FileSystem.baseName(of: target)) {
+                    target = folder + "/" + candidate
+                    do {
+                        try FileSystem.renameNoReplace(part, to: target)
+                        placed = true
+                        break
+                    } catch where error.code == EEXIST {
+                        continue
+                    }
+                }
+                if !placed { throw SystemError(code: EEXIST, operation: "rename", path: target) }
+            }
+            transfer.discardRecord()
+            if config.fsync { try FileSystem.syncDirectory(FileSystem.directoryName(of: target)) }
+        } catch {
+            let kind: ErrorKind = error.code == EEXIST ? .exists : (error.isNoSpace ? .noSpace : .internal)
+            return finish(job, index, failure: TransferFailure(failure: Failure(kind, error.description), httpStatus: result.httpStatus,
+                                                               retryAfter: nil, bytes: result.bytes, resumedFrom: result.resumedFrom))
+        }
+        var status = job.downloads[index].status
+        status.state = .done
+        status.file = target
+        status.bytes = result.bytes
+        status.size = nil
+        status.httpStatus = result.httpStatus
+        status.resumedFrom = result.resumedFrom
+        status.sha256 = result.sha256
+        status.error = nil
+        job.downloads[index].status = status
+        job.downloads[index].finalPath = target
+        if job.isFinished { fileJob(job) } else { saveState(job) }
+    }
+
+    /// A failed attempt: the next mirror at once, else a retry after backoff, else the end.
+    func finish(_ job: Job, _ index: Int, failure: TransferFailure) {
+        var download = job.downloads[index]
+        download.status.bytes = failure.bytes
+        download.status.httpStatus = failure.httpStatus
+        download.status.resumedFrom = failure.resumedFrom
+        download.status.error = failure.failure
+        download.restarts = 0
+        let kind = failure.failure.kind
+        let policy = jobClass(of: job)?.retry ?? config.retry
+        let retryable: Bool = switch kind {
+        case .network, .timeout, .noSpace, .checksumMismatch: true
+        case .httpStatus: failure.httpStatus.map(policy.onHTTP.contains) ?? false
+        default: false
+        }
+        let keepsPartial = kind == .network || kind == .timeout || kind == .noSpace || kind == .httpStatus
+        if !keepsPartial, let final = download.finalPath {
+            let part = Agent.partPath(for: final)
+            if !partsInUse.contains(part) {
+                try? FileSystem.removeIfPresent(part)
+                try? FileSystem.removeIfPresent(ResumeRecord.path(forPart: part))
+                download.status.bytes = 0
+            }
+        }
+        logger.warning("attempt failed: \(failure.failure)", metadata: [
+            "job": "\(job.record.job)", "url": "\(Redaction.url(download.currentURL))",
+        ])
+        if kind != .exists, kind != .noSpace, download.mirror + 1 < download.spec.urls.count {
+            download.mirror += 1
+            download.status.state = .queued
+            job.downloads[index] = download
+            scheduler.enqueue(entry(for: job, index))
+            return
+        }
+        download.mirror = 0
+        if retryable, job.record.attempts < policy.attempts, !options.onceGivesUp {
+            let delay = Backoff.delay(attempt: job.record.attempts, policy: policy, retryAfter: failure.retryAfter,
+                                      jitter: Double.random(in: 0..<1))
+            download.status.state = .waiting
+            job.downloads[index] = download
+            let wallDue = Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000)
+            job.record.retryAt = Timestamp.format(seconds: wallDue)
+            scheduler.enqueue(entry(for: job, index), due: MonotonicClock.now() + Int64(delay.milliseconds))
+            logger.info("retry in \(delay.milliseconds) ms", metadata: ["job": "\(job.record.job)"])
+            saveState(job)
+            return
+        }
+        download.status.state = .failed
+        job.downloads[index] = download
+        if job.isFinished { fileJob(job) } else { saveState(job) }
+    }
+
+    /// Aborts every transfer, keeping `.part` files and resume records for the next start.
+    func stopTransfers() {
+        for (_, entry) in transfers {
+            multi.remove(entry.transfer.easy)
+            try? entry.transfer.syncData()
+            if let job = jobs[entry.unit.job] {
+                job.downloads[entry.unit.download].status.state = .queued
+                job.downloads[entry.unit.download].status.bytes = entry.transfer.written
+            }
+        }
+        let running = Set(transfers.values.map(\.unit.job))
+        transfers.removeAll()
+        partsInUse.removeAll()
+        activePerHost.removeAll()
+        for id in running { if let job = jobs[id] { saveState(job) } }
+    }
+}
+
+extension Agent.Options {
+    /// Reserved: a `--once` run keeps retrying within `once_wait`; later retries stay queued.
+    var onceGivesUp: Bool { false }
+}

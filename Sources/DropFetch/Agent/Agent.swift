@@ -1,0 +1,238 @@
+import CCurl
+import Glibc
+import Logging
+
+/// The daemon: one thread, one event loop around curl_multi_poll(3) that claims jobs from the
+/// inbox, runs their downloads under the scheduler's rules and files each job when it is over.
+public final class Agent {
+    public struct Options: Sendable {
+        /// `run --once`: process what is there, then exit.
+        public var once = false
+        /// Take SIGTERM/SIGINT/SIGHUP through a signalfd (the CLI); tests running in-process do not.
+        public var handleSignals = false
+        /// The config file, reloaded on SIGHUP; nil when running on built-in defaults.
+        public var configPath: String?
+
+        public init(once: Bool = false, handleSignals: Bool = false, configPath: String? = nil) {
+            self.once = once
+            self.handleSignals = handleSignals
+            self.configPath = configPath
+        }
+    }
+
+    /// The process exit codes of DESIGN.md §5.
+    public enum ExitStatus: Int32, Sendable {
+        case success = 0
+        case failed = 1
+        case usage = 2
+        case spoolUnusable = 3
+        case retriesPending = 75
+    }
+
+    private enum State {
+        case running
+        /// A stop was asked for: no new starts, abort transfers, keep their data.
+        case stopping
+    }
+
+    var config: Config
+    let options: Options
+    let logger: Logger
+    let spool: Spool
+    let agentID: String
+    let destinationRoot: String
+    let multi: CurlMulti
+    var scheduler: Scheduler
+    private var watcher: InboxWatcher?
+    private var signals: SignalSource?
+    private var state = State.running
+
+    var jobs: [Int: Job] = [:]
+    var jobIDs: [String: Int] = [:]
+    /// Running transfers by easy-handle key.
+    var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
+    var activePerHost: [String: Int] = [:]
+    var partsInUse: Set<String> = []
+    var nextJobID = 0
+    var nextArrival = 0
+    var handledFailure = false
+    private var lastStateRefresh: Int64 = 0
+    private var lastScan: Int64 = 0
+
+    /// Prepares the agent; nothing touches the disk or the network until `run()`.
+    public init(config: Config, options: Options = Options(), logger: Logger) throws {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        self.config = config
+        self.options = options
+        self.logger = logger
+        agentID = config.agentID ?? Agent.hostName()
+        let root = Agent.absolute(config.spool)
+        spool = Spool(root: root, agentID: agentID, durable: config.fsync)
+        destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
+        multi = try CurlMulti()
+        scheduler = Scheduler(order: config.order)
+    }
+
+    /// Runs until stopped (daemon) or until the work present at start is over (`once`).
+    public func run() -> ExitStatus {
+        do {
+            try spool.open()
+            try FileSystem.makeDirectories(destinationRoot)
+            if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
+            if options.handleSignals { signals = try SignalSource() }
+        } catch {
+            logger.critical("\(error)")
+            return .spoolUnusable
+        }
+        logger.info("agent started", metadata: [
+            "agent": "\(agentID)", "spool": "\(spool.root)", "destination": "\(destinationRoot)",
+            "mode": "\(options.once ? "once" : "daemon")",
+        ])
+        recover()
+        claimInbox()
+        lastScan = MonotonicClock.now()
+        return loop()
+    }
+
+    private func loop() -> ExitStatus {
+        var descriptors: [curl_waitfd] = []
+        if let watcher { descriptors.append(curl_waitfd(fd: watcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
+        if let signals { descriptors.append(curl_waitfd(fd: signals.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
+        let onceDeadline = MonotonicClock.now() + Int64(config.onceWait.milliseconds)
+        while true {
+            if case .running = state { startRunnable() }
+            if case .stopping = state, transfers.isEmpty { break }
+            if options.once, transfers.isEmpty {
+                if scheduler.readyCount == 0, scheduler.nextDue.map({ $0 > max(onceDeadline, MonotonicClock.now() + Int64(config.onceWait.milliseconds)) }) ?? true {
+                    break
+                }
+            }
+            do {
+                try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
+                try multi.perform()
+            } catch {
+                logger.critical("libcurl multi interface failed: \(error)")
+                stopTransfers()
+                return .failed
+            }
+            for (key, result) in multi.completed() { complete(key: key, result: result) }
+            if let signals { handle(signals.drain()) }
+            if let watcher {
+                let changes = watcher.drain()
+                for path in changes.arrived { claim(Spool.InboxEntry(relativePath: path, modified: 0)) }
+                if changes.needsRescan { claimInbox() }
+            }
+            housekeeping()
+        }
+        return finalStatus()
+    }
+
+    private func finalStatus() -> ExitStatus {
+        if case .stopping = state {
+            logger.info("stopped; unfinished jobs stay in \(spool.work)")
+            return .success
+        }
+        if handledFailure { return .failed }
+        if !jobs.isEmpty { return .retriesPending }
+        return .success
+    }
+
+    /// The poll timeout: the next retry coming due, the state refresh, or the next rescan.
+    private func pollTimeout() -> Int {
+        let now = MonotonicClock.now()
+        var deadline = now + 1000
+        if let due = scheduler.nextDue { deadline = min(deadline, due) }
+        if !options.once, config.scanInterval > .zero {
+            deadline = min(deadline, lastScan + Int64(config.scanInterval.milliseconds))
+        }
+        return Int(max(0, min(deadline - now, 1000)))
+    }
+
+    private func housekeeping() {
+        let now = MonotonicClock.now()
+        if now - lastStateRefresh >= 1000 {
+            lastStateRefresh = now
+            refreshStateFiles()
+        }
+        if !options.once, config.scanInterval > .zero, now - lastScan >= Int64(config.scanInterval.milliseconds) {
+            lastScan = now
+            claimInbox()
+        }
+    }
+
+    private func handle(_ received: [SignalSource.Signal]) {
+        for signal in received {
+            switch signal {
+            case .hangup:
+                reloadConfig()
+            case .terminate, .interrupt:
+                if case .stopping = state {
+                    logger.warning("second stop signal: exiting at once")
+                    exit(1)
+                }
+                logger.info("stop requested: aborting transfers, keeping partial data")
+                state = .stopping
+                stopTransfers()
+            }
+        }
+    }
+
+    /// Applies a new config to what has not started yet; a bad file keeps the running config.
+    func reloadConfig() {
+        guard let path = options.configPath else { return }
+        do {
+            var fresh = try ConfigLoader.load(path: path)
+            fresh.spool = config.spool
+            fresh.agentID = config.agentID
+            fresh.destination = config.destination
+            config = fresh
+            scheduler.reorder(fresh.order)
+            logger.info("config reloaded from \(path)")
+        } catch {
+            logger.error("config not reloaded, keeping the running one: \(error)")
+        }
+    }
+
+    // MARK: - Inbox
+
+    private func claimInbox() {
+        let entries = spool.scanInbox().sorted {
+            ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath)
+        }
+        for entry in entries { claim(entry) }
+    }
+
+    private func claim(_ entry: Spool.InboxEntry) {
+        guard case .running = state else { return }
+        let workName: String?
+        do {
+            workName = try spool.claim(entry)
+        } catch {
+            logger.error("cannot claim \(entry.relativePath): \(error)")
+            return
+        }
+        guard let workName else { return }
+        logger.debug("claimed \(entry.relativePath)")
+        admit(workName: workName, jobName: entry.name, folder: entry.folder, previous: nil)
+    }
+
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "agent" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let safe = name.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "_" }
+        return safe.isEmpty ? "agent" : String(safe)
+    }
+
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        var base = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var rest = Substring(path)
+        while rest.hasPrefix("./") { rest = rest.dropFirst(2) }
+        if rest == "." { rest = "" }
+        if !rest.isEmpty { base += (base.hasSuffix("/") ? "" : "/") + rest }
+        return base
+    }
+}

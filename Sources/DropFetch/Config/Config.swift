@@ -1,0 +1,119 @@
+/// The agent's settings, as read from the YAML file of DESIGN.md §4 or built in.
+public struct Config: Sendable, Equatable {
+    public struct Concurrency: Sendable, Equatable {
+        public var total: Int = 4
+        public var perHost: Int = 2
+        public init() {}
+    }
+
+    public enum Order: String, Sendable, Equatable { case fifo, lifo }
+
+    public struct Retry: Sendable, Equatable {
+        public var attempts: Int = 5
+        public var initialDelay: Duration = .seconds(10)
+        public var maxDelay: Duration = .seconds(30 * 60)
+        public var onHTTP: [Int] = [408, 429, 500, 502, 503, 504]
+        public init() {}
+    }
+
+    public struct LowSpeed: Sendable, Equatable {
+        public var bytesPerSecond: Int64 = 1024
+        public var duration: Duration = .seconds(60)
+        public init() {}
+    }
+
+    public struct Limits: Sendable, Equatable {
+        public var maxFileSize: Int64 = 50 * 1024 * 1024 * 1024
+        public var maxJobFileSize: Int64 = 64 * 1024
+        public var connectTimeout: Duration = .seconds(30)
+        public var lowSpeed = LowSpeed()
+        /// Bytes per second for all transfers together; 0 means none.
+        public var rateLimit: Int64 = 0
+        public init() {}
+    }
+
+    public enum ConflictPolicy: String, Sendable, Equatable { case rename, overwrite, fail }
+
+    public struct ClassMatch: Sendable, Equatable {
+        public var folder: String?
+        public var url: String?
+        public var host: String?
+        public init(folder: String? = nil, url: String? = nil, host: String? = nil) {
+            self.folder = folder
+            self.url = url
+            self.host = host
+        }
+    }
+
+    public struct JobClass: Sendable, Equatable {
+        public var name: String
+        public var match = ClassMatch()
+        public var priority: Int = 0
+        public var maxActive: Int?
+        public var destination: String?
+        public var rateLimit: Int64?
+        public var retry: Retry?
+        public init(name: String) { self.name = name }
+    }
+
+    public struct Hooks: Sendable, Equatable {
+        public var onDone: [String]?
+        public var onFailed: [String]?
+        public var onIdle: [String]?
+        public init() {}
+    }
+
+    public enum LogLevel: String, Sendable, Equatable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+    }
+
+    /// Spool root; relative paths are resolved against the working directory.
+    public var spool: String = "./spool"
+    /// Download folder; nil means `<spool>/downloads`.
+    public var destination: String?
+    /// nil means the host name.
+    public var agentID: String?
+    public var concurrency = Concurrency()
+    public var order: Order = .fifo
+    public var onceWait: Duration = .seconds(60)
+    public var retry = Retry()
+    public var limits = Limits()
+    public var protocols: [String] = ["http", "https"]
+    public var onConflict: ConflictPolicy = .rename
+    public var contentDisposition = false
+    /// Period of full inbox rescans; zero means never.
+    public var scanInterval: Duration = .seconds(30)
+    public var fsync = true
+    public var classes: [JobClass] = []
+    public var hooks = Hooks()
+    public var metricsFile: String?
+    public var logLevel: LogLevel = .info
+
+    public init() {}
+}
+
+/// A config problem, located in its file: `file:line:column: key.path: message`.
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    /// 1-based; nil when the problem is not tied to a place (file unreadable).
+    public var line: Int?
+    public var column: Int?
+    /// Dotted key path such as `limits.low_speed.for`; empty at the top level.
+    public var keyPath: String
+    public var message: String
+
+    public init(file: String, line: Int?, column: Int?, keyPath: String, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.keyPath = keyPath
+        self.message = message
+    }
+
+    public var description: String {
+        var place = file
+        if let line { place += ":\(line)" }
+        if let column { place += ":\(column)" }
+        return keyPath.isEmpty ? "\(place): \(message)" : "\(place): \(keyPath): \(message)"
+    }
+}

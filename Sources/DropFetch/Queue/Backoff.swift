@@ -1,0 +1,29 @@
+/// Delays between attempts: exponential from `initial_delay`, capped at `max_delay`, with jitter,
+/// never sooner than a server's `Retry-After`.
+enum Backoff {
+    /// - Parameters:
+    ///   - attempt: the number of attempts made so far (1 after the first failure).
+    ///   - jitter: a value in 0..<1; the delay is scaled into [50%, 100%] of the exponential step.
+    static func delay(attempt: Int, policy: Config.Retry, retryAfter: Duration?, jitter: Double) -> Duration {
+        let initial = Double(policy.initialDelay.milliseconds)
+        let maximum = Double(policy.maxDelay.milliseconds)
+        let exponent = Double(min(max(attempt - 1, 0), 40))
+        let step = min(maximum, initial * pow2(exponent))
+        let jittered = step * (0.5 + 0.5 * min(max(jitter, 0), 1))
+        var milliseconds = max(Int64(jittered.rounded()), 0)
+        if let retryAfter {
+            milliseconds = max(milliseconds, Int64(retryAfter.milliseconds))
+        }
+        return .milliseconds(milliseconds)
+    }
+
+    private static func pow2(_ exponent: Double) -> Double {
+        var result = 1.0
+        var count = Int(exponent)
+        while count > 0 {
+            result *= 2
+            count -= 1
+        }
+        return result
+    }
+}

@@ -1,0 +1,35 @@
+import Glibc
+
+/// Reads a claimed job file safely: opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat(2)
+/// (regular file, one link, size within the limit) before a byte is read.
+enum JobFileReader {
+    static func read(_ path: String, limit: Int64) -> Result<[UInt8], JobFileError> {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        } catch where error.code == ELOOP {
+            return .failure(JobFileError(line: nil, message: "job file is a symbolic link"))
+        } catch {
+            return .failure(JobFileError(line: nil, message: "cannot open job file: \(error)"))
+        }
+        do {
+            let info = try file.status()
+            guard (info.st_mode & S_IFMT) == S_IFREG else {
+                return .failure(JobFileError(line: nil, message: "job file is not a regular file"))
+            }
+            guard info.st_nlink == 1 else {
+                return .failure(JobFileError(line: nil, message: "job file has \(info.st_nlink) hard links"))
+            }
+            guard Int64(info.st_size) <= limit else {
+                return .failure(JobFileError(line: nil, message: "job file is \(info.st_size) bytes, over max_job_file_size (\(limit))"))
+            }
+            let bytes = try file.readAll(limit: Int(limit) + 1)
+            guard bytes.count <= limit else {
+                return .failure(JobFileError(line: nil, message: "job file is over max_job_file_size (\(limit))"))
+            }
+            return .success(bytes)
+        } catch {
+            return .failure(JobFileError(line: nil, message: "cannot read job file: \(error)"))
+        }
+    }
+}

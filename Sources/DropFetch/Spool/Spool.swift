@@ -1,0 +1,248 @@
+import Glibc
+
+/// The spool folders of DESIGN.md §1 and the moves between them: claim, file, adopt.
+final class Spool {
+    /// A job file seen in the inbox.
+    struct InboxEntry: Sendable, Equatable {
+        /// Path relative to the inbox, e.g. `urgent/x.url`.
+        var relativePath: String
+        /// The subfolder (routing key), empty at the top level.
+        var folder: String { FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) }
+        var name: String { FileSystem.baseName(of: relativePath) }
+        /// Modification time in nanoseconds, for start-up arrival order.
+        var modified: Int64
+    }
+
+    enum Outcome: String, Sendable { case done, failed }
+
+    let root: String
+    let agentID: String
+    let durable: Bool
+    let inbox: String
+    let hold: String
+    let done: String
+    let failed: String
+    let work: String
+    let workRoot: String
+    private var lock: FileDescriptor?
+
+    init(root: String, agentID: String, durable: Bool) {
+        self.root = root
+        self.agentID = agentID
+        self.durable = durable
+        inbox = root + "/inbox"
+        hold = root + "/hold"
+        done = root + "/done"
+        failed = root + "/failed"
+        workRoot = root + "/work"
+        work = workRoot + "/" + agentID
+    }
+
+    /// Creates missing folders and takes this agent's `work/<agent>/.lock` (flock(2)).
+    func open() throws(SpoolError) {
+        do {
+            for folder in [inbox, hold, done, failed, work] { try FileSystem.makeDirectories(folder) }
+            let file = try FileDescriptor.open(work + "/.lock", flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
+            guard try file.tryLockExclusive() else {
+                throw SpoolError.agentRunning(agentID, work)
+            }
+            lock = file
+            guard access(root, W_OK) == 0, access(work, W_OK) == 0 else {
+                throw SystemError.current("access (write)", work)
+            }
+        } catch let error as SpoolError {
+            throw error
+        } catch let error as SystemError {
+            throw SpoolError.unusable(error)
+        } catch {
+            throw SpoolError.unusable(SystemError(code: EIO, operation: "\(error)"))
+        }
+    }
+
+    /// Lists every job file under the inbox (recursively); dot-files and non-`.url` names are skipped.
+    func scanInbox() -> [InboxEntry] {
+        var result: [InboxEntry] = []
+        scan(folder: "", into: &result, depth: 0)
+        return result
+    }
+
+    private func scan(folder: String, into result: inout [InboxEntry], depth: Int) {
+        let path = folder.isEmpty ? inbox : inbox + "/" + folder
+        guard depth < 16, let entries = try? FileSystem.entries(of: path) else { return }
+        for entry in entries where !entry.name.hasPrefix(".") {
+            let relative = folder.isEmpty ? entry.name : folder + "/" + entry.name
+            let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)
+            if isDirectory {
+                scan(folder: relative, into: &result, depth: depth + 1)
+            } else if Spool.isJobName(entry.name) {
+                let modified = (try? FileSystem.lstatus(path + "/" + entry.name)).map {
+                    Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
+                } ?? 0
+                result.append(InboxEntry(relativePath: relative, modified: modified))
+            }
+        }
+    }
+
+    static func isJobName(_ name: String) -> Bool {
+        !name.hasPrefix(".") && name.hasSuffix(".url") && name.count > 4
+    }
+
+    /// Moves a job from the inbox into this agent's work folder (rename(2), never replacing).
+    /// Returns the name in work/, or nil when another agent took it first (ENOENT).
+    func claim(_ entry: InboxEntry) throws(SystemError) -> String? {
+        let source = inbox + "/" + entry.relativePath
+        for candidate in Spool.candidateNames(entry.name) {
+            do {
+                try FileSystem.renameNoReplace(source, to: work + "/" + candidate)
+                return candidate
+            } catch where error.code == ENOENT {
+                return nil
+            } catch where error.code == EEXIST {
+                continue
+            }
+        }
+        throw SystemError(code: EEXIST, operation: "claim", path: source)
+    }
+
+    /// `x.url`, `x.1.url`, `x.2.url`, …: record names that never overwrite (invariant 5).
+    static func candidateNames(_ name: String) -> some Sequence<String> {
+        let stem = String(name.dropLast(4))
+        return (0..<100_000).lazy.map { $0 == 0 ? name : "\(stem).\($0).url" }
+    }
+
+    static func statusName(forJob name: String) -> String {
+        String(name.dropLast(4)) + ".status.json"
+    }
+
+    static func stateName(forJob name: String) -> String {
+        String(name.dropLast(4)) + ".state.json"
+    }
+
+    /// The finish protocol: status file written atomically into done/ or failed/, then the job file
+    /// renamed beside it, then both folders synced. Returns the record's path.
+    @discardableResult
+    func file(_ workName: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
+        let folder = outcome == .done ? done : failed
+        let source = work + "/" + workName
+        let bytes = status.encoded()
+        for candidate in Spool.candidateNames(status.job) {
+            let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
+            let jobPath = folder + "/" + candidate
+            if FileSystem.exists(jobPath) || FileSystem.exists(statusPath) { continue }
+            try writeNew(bytes, to: statusPath)
+            do {
+                try FileSystem.renameNoReplace(source, to: jobPath)
+            } catch where error.code == EEXIST {
+                try? FileSystem.unlink(statusPath)
+                continue
+            }
+            try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
+            if durable {
+                try FileSystem.syncDirectory(folder)
+                try FileSystem.syncDirectory(work)
+            }
+            return jobPath
+        }
+        throw SystemError(code: EEXIST, operation: "file", path: source)
+    }
+
+    /// Writes a file that must not exist yet: temp (O_EXCL) → fsync → rename without replacing.
+    private func writeNew(_ bytes: [UInt8], to path: String) throws(SystemError) {
+        let temp = FileSystem.directoryName(of: path) + "/." + FileSystem.baseName(of: path) + ".\(getpid()).tmp"
+        try? FileSystem.removeIfPresent(temp)
+        let file = try FileDescriptor.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
+        do {
+            try file.write(bytes)
+            if durable { try file.sync() }
+            try FileSystem.renameNoReplace(temp, to: path)
+        } catch {
+            try? FileSystem.removeIfPresent(temp)
+            throw error
+        }
+    }
+
+    /// Job files in this agent's work folder, left by an earlier run of it.
+    func ownJobs() -> [String] {
+        ((try? FileSystem.entries(of: work)) ?? []).map(\.name).filter(Spool.isJobName).sorted()
+    }
+
+    /// Moves the jobs of dead agents (whose `.lock` can be taken) into this agent's work folder.
+    func adoptOrphans() -> [String] {
+        var adopted: [String] = []
+        let agents = ((try? FileSystem.entries(of: workRoot)) ?? []).map(\.name)
+        for other in agents where other != agentID && !other.hasPrefix(".") {
+            let folder = workRoot + "/" + other
+            guard let lockFile = try? FileDescriptor.open(folder + "/.lock", flags: O_RDWR | O_NOFOLLOW),
+                  (try? lockFile.tryLockExclusive()) == true else { continue }
+            let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name)
+            for name in names where Spool.isJobName(name) {
+                for candidate in Spool.candidateNames(name) {
+                    do {
+                        try FileSystem.renameNoReplace(folder + "/" + name, to: work + "/" + candidate)
+                        let state = folder + "/" + Spool.stateName(forJob: name)
+                        try? FileSystem.rename(state, to: work + "/" + Spool.stateName(forJob: candidate))
+                        adopted.append(candidate)
+                        break
+                    } catch where error.code == EEXIST {
+                        continue
+                    } catch {
+                        break
+                    }
+                }
+            }
+        }
+        return adopted
+    }
+
+    /// A status file in done/ or failed/ that names this job but has no job file beside it: a run
+    /// stopped between writing the status and moving the job. Returns where the job belongs.
+    func unfinishedFiling(of workName: String, job: String) -> (outcome: Outcome, jobPath: String)? {
+        for outcome in [Outcome.done, .failed] {
+            let folder = outcome == .done ? done : failed
+            for candidate in Spool.candidateNames(job) {
+                let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
+                guard FileSystem.exists(statusPath) else { break }
+                if FileSystem.exists(folder + "/" + candidate) { continue }
+                guard let bytes = try? FileDescriptor.open(statusPath, flags: O_RDONLY | O_NOFOLLOW).readAll(limit: 1 << 22),
+                      let record = StatusRecord.decode(bytes), record.job == job, record.agent == agentID else { continue }
+                return (outcome, folder + "/" + candidate)
+            }
+        }
+        return nil
+    }
+
+    /// Completes a filing found by `unfinishedFiling(of:job:)`.
+    func completeFiling(_ workName: String, to jobPath: String) throws(SystemError) {
+        try FileSystem.renameNoReplace(work + "/" + workName, to: jobPath)
+        try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
+        if durable {
+            try FileSystem.syncDirectory(FileSystem.directoryName(of: jobPath))
+            try FileSystem.syncDirectory(work)
+        }
+    }
+
+    func writeState(_ record: StatusRecord, for workName: String) throws(SystemError) {
+        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: durable)
+    }
+
+    func readState(for workName: String) -> StatusRecord? {
+        let path = work + "/" + Spool.stateName(forJob: workName)
+        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
+              let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
+        return StatusRecord.decode(bytes)
+    }
+}
+
+/// Why the spool cannot be used (exit code 3).
+public enum SpoolError: Error, Sendable, CustomStringConvertible {
+    case unusable(SystemError)
+    case agentRunning(String, String)
+
+    public var description: String {
+        switch self {
+        case .unusable(let error): return "spool not usable: \(error)"
+        case .agentRunning(let agent, let folder):
+            return "another agent with agent_id '\(agent)' is running (\(folder)/.lock is held)"
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// The `error.kind` values of the status-file contract (DESIGN.md §3).
+public enum ErrorKind: String, Sendable, Equatable, Codable, CaseIterable {
+    case invalidJob = "invalid_job"
+    case unsupportedProtocol = "unsupported_protocol"
+    case httpStatus = "http_status"
+    case network
+    case timeout
+    case tls
+    case redirect
+    case exists
+    case checksumMismatch = "checksum_mismatch"
+    case tooLarge = "too_large"
+    case noSpace = "no_space"
+    case cancelled
+    case `internal`
+}
+
+/// A classified failure with a message safe to log (no credentials, no raw control characters).
+public struct Failure: Error, Sendable, Equatable, Codable, CustomStringConvertible {
+    public var kind: ErrorKind
+    public var message: String
+
+    public init(_ kind: ErrorKind, _ message: String) {
+        self.kind = kind
+        self.message = Failure.escaped(message)
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+
+    /// Escapes control characters so that server-supplied text cannot forge log lines.
+    static func escaped(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,88 @@
+import CLinux
+import Glibc
+
+/// An open file descriptor that is closed when the last reference goes (close(2) in deinit).
+final class FileDescriptor {
+    let rawValue: Int32
+    let path: String
+
+    init(rawValue: Int32, path: String) {
+        self.rawValue = rawValue
+        self.path = path
+    }
+
+    deinit { Glibc.close(rawValue) }
+
+    /// openat(2) relative to the working directory; `mode` applies when the file is created.
+    static func open(_ path: String, flags: Int32, mode: UInt32 = 0o644) throws(SystemError) -> FileDescriptor {
+        let fd = try retryingEINTR("open", path) { dfl_openat(AT_FDCWD, path, flags | O_CLOEXEC, mode) }
+        return FileDescriptor(rawValue: fd, path: path)
+    }
+
+    /// Writes the whole buffer, looping over short writes (write(2)).
+    func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) {
+        var offset = 0
+        while offset < buffer.count {
+            let base = buffer.baseAddress! + offset
+            let remaining = buffer.count - offset
+            let written = try retryingEINTR("write", path) { Glibc.write(rawValue, base, remaining) }
+            offset += written
+        }
+    }
+
+    func write(_ bytes: [UInt8]) throws(SystemError) {
+        let result: Result<Void, SystemError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in try write(buffer) }
+        }
+        try result.get()
+    }
+
+    /// Flushes data and metadata to the device (fsync(2)).
+    func sync() throws(SystemError) {
+        _ = try retryingEINTR("fsync", path) { Glibc.fsync(rawValue) }
+    }
+
+    func truncate(to size: Int64) throws(SystemError) {
+        _ = try retryingEINTR("ftruncate", path) { Glibc.ftruncate(rawValue, off_t(size)) }
+    }
+
+    @discardableResult
+    func seek(to offset: Int64) throws(SystemError) -> Int64 {
+        Int64(try retryingEINTR("lseek", path) { Glibc.lseek(rawValue, off_t(offset), SEEK_SET) })
+    }
+
+    func status() throws(SystemError) -> stat {
+        var info = stat()
+        _ = try retryingEINTR("fstat", path) { Glibc.fstat(rawValue, &info) }
+        return info
+    }
+
+    /// Reads up to `limit` bytes from the current position (read(2) until EOF).
+    func readAll(limit: Int) throws(SystemError) -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while result.count < limit {
+            let want = min(chunk.count, limit - result.count)
+            let outcome: Result<Int, SystemError> = chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemError) in
+                    try retryingEINTR("read", path) { Glibc.read(rawValue, buffer.baseAddress, want) }
+                }
+            }
+            let got = try outcome.get()
+            if got == 0 { break }
+            result.append(contentsOf: chunk[0..<got])
+        }
+        return result
+    }
+
+    /// Takes an exclusive flock(2) without blocking; false when another process holds it.
+    func tryLockExclusive() throws(SystemError) -> Bool {
+        while true {
+            if flock(rawValue, LOCK_EX | LOCK_NB) == 0 { return true }
+            let code = dfl_errno()
+            if code == EINTR { continue }
+            if code == EWOULDBLOCK { return false }
+            throw SystemError(code: code, operation: "flock", path: path)
+        }
+    }
+}

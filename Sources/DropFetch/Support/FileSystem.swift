@@ -1,0 +1,111 @@
+import CLinux
+import Glibc
+
+/// Thin wrappers over the path-based system calls the spool and transfers use.
+enum FileSystem {
+    /// mkdir -p: creates each missing component (mkdir(2)), accepting EEXIST.
+    static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, mode) == 0 { continue }
+            let code = dfl_errno()
+            if code == EEXIST, isDirectory(current) { continue }
+            throw SystemError(code: code, operation: "mkdir", path: current)
+        }
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        guard let info = try? lstatus(path) else { return false }
+        return (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func exists(_ path: String) -> Bool {
+        (try? lstatus(path)) != nil
+    }
+
+    /// lstat(2): never follows a final symlink.
+    static func lstatus(_ path: String) throws(SystemError) -> stat {
+        var info = stat()
+        _ = try retryingEINTR("lstat", path) { lstat(path, &info) }
+        return info
+    }
+
+    static func rename(_ from: String, to: String) throws(SystemError) {
+        _ = try retryingEINTR("rename", from) { Glibc.rename(from, to) }
+    }
+
+    /// rename(2) that fails with EEXIST instead of replacing (renameat2 RENAME_NOREPLACE).
+    /// Falls back to a checked rename where the file system lacks the flag (EINVAL, e.g. some NFS).
+    static func renameNoReplace(_ from: String, to: String) throws(SystemError) {
+        while true {
+            if dfl_rename_noreplace(AT_FDCWD, from, AT_FDCWD, to) == 0 { return }
+            let code = dfl_errno()
+            if code == EINTR { continue }
+            if code == EINVAL || code == ENOSYS {
+                if exists(to) { throw SystemError(code: EEXIST, operation: "rename", path: to) }
+                try rename(from, to: to)
+                return
+            }
+            throw SystemError(code: code, operation: "rename", path: from)
+        }
+    }
+
+    static func unlink(_ path: String) throws(SystemError) {
+        _ = try retryingEINTR("unlink", path) { Glibc.unlink(path) }
+    }
+
+    /// Removes a file if it is there; other errors are reported.
+    static func removeIfPresent(_ path: String) throws(SystemError) {
+        if Glibc.unlink(path) == 0 { return }
+        let code = dfl_errno()
+        if code == ENOENT { return }
+        throw SystemError(code: code, operation: "unlink", path: path)
+    }
+
+    /// fsync(2) on a directory so that renames and creations in it are durable.
+    static func syncDirectory(_ path: String) throws(SystemError) {
+        let directory = try FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY)
+        try directory.sync()
+    }
+
+    /// Names in a directory, without `.` and `..` (readdir(3)); nil type means unknown.
+    static func entries(of path: String) throws(SystemError) -> [(name: String, isDirectory: Bool?)] {
+        guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
+        defer { closedir(dir) }
+        var result: [(String, Bool?)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name == "." || name == ".." { continue }
+            let type = entry.pointee.d_type
+            let isDirectory: Bool? = type == UInt8(DT_UNKNOWN) ? nil : type == UInt8(DT_DIR)
+            result.append((name, isDirectory))
+        }
+        return result
+    }
+
+    /// Bytes available to unprivileged users on the file system holding `path` (statvfs(3)).
+    static func availableBytes(at path: String) throws(SystemError) -> Int64 {
+        var info = statvfs()
+        _ = try retryingEINTR("statvfs", path) { statvfs(path, &info) }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    static func fileSize(_ path: String) -> Int64? {
+        guard let info = try? lstatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
+    static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    static func baseName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}

@@ -1,0 +1,42 @@
+import CLinux
+import Glibc
+
+/// A failed system call: the errno it set, what was attempted, and on which path.
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: Int32
+    public var operation: String
+    public var path: String?
+
+    public init(code: Int32, operation: String, path: String? = nil) {
+        self.code = code
+        self.operation = operation
+        self.path = path
+    }
+
+    /// Captures the calling thread's errno right after a failed call.
+    static func current(_ operation: String, _ path: String? = nil) -> SystemError {
+        SystemError(code: dfl_errno(), operation: operation, path: path)
+    }
+
+    public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
+
+    public var description: String {
+        let reason = String(cString: strerror(code))
+        if let path { return "\(operation) \(path): \(reason)" }
+        return "\(operation): \(reason)"
+    }
+}
+
+/// Runs a system call, retrying on EINTR, and turns -1 into a `SystemError`.
+@inline(__always)
+func retryingEINTR<T: BinaryInteger>(
+    _ operation: String, _ path: String? = nil, _ call: () -> T
+) throws(SystemError) -> T {
+    while true {
+        let result = call()
+        if result != -1 { return result }
+        let code = dfl_errno()
+        if code == EINTR { continue }
+        throw SystemError(code: code, operation: operation, path: path)
+    }
+}

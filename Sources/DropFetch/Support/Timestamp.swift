@@ -1,0 +1,32 @@
+import Glibc
+
+/// UTC RFC 3339 timestamps (`2026-11-21T22:00:00Z`) for status files, via gmtime_r(3).
+public enum Timestamp {
+    public static func now() -> String { format(seconds: Int64(time(nil))) }
+
+    public static func format(seconds: Int64) -> String {
+        var value = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&value, &parts)
+        func pad(_ number: Int32, _ width: Int) -> String {
+            let text = String(number)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+    }
+
+    /// Parses the format above back into seconds since the epoch.
+    public static func parse(_ text: String) -> Int64? {
+        let digits = text.split(whereSeparator: { "-T:Z".contains($0) }).compactMap { Int32($0) }
+        guard digits.count == 6, text.hasSuffix("Z") else { return nil }
+        var parts = tm()
+        parts.tm_year = digits[0] - 1900
+        parts.tm_mon = digits[1] - 1
+        parts.tm_mday = digits[2]
+        parts.tm_hour = digits[3]
+        parts.tm_min = digits[4]
+        parts.tm_sec = digits[5]
+        return Int64(timegm(&parts))
+    }
+}

@@ -1,0 +1,30 @@
+import CCurl
+
+extension CurlError {
+    /// The status-file error kind for a libcurl result code.
+    var kind: ErrorKind {
+        switch curlCode {
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timeout
+        case CURLE_TOO_MANY_REDIRECTS:
+            return .redirect
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return .unsupportedProtocol
+        case CURLE_FILESIZE_EXCEEDED:
+            return .tooLarge
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE,
+             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+             CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED:
+            return .tls
+        case CURLE_OUT_OF_MEMORY, CURLE_BAD_FUNCTION_ARGUMENT, CURLE_FAILED_INIT,
+             CURLE_UNKNOWN_OPTION, CURLE_NOT_BUILT_IN:
+            return .internal
+        case CURLE_URL_MALFORMAT:
+            return .invalidJob
+        default:
+            return .network
+        }
+    }
+}

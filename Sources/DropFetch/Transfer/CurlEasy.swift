@@ -1,0 +1,105 @@
+import CCurl
+
+/// One libcurl easy handle (curl_easy_init(3)), cleaned up in deinit.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+    private var headerList: CurlStringList?
+    /// CURLOPT_ERRORBUFFER storage: libcurl writes the detailed message of a failure here.
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init() throws(CurlError) {
+        guard let handle = curl_easy_init() else { throw CurlError(CURLE_FAILED_INIT) }
+        self.handle = handle
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        do {
+            try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        } catch {
+            curl_easy_cleanup(handle)
+            errorBuffer.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
+
+    var key: Int { Int(bitPattern: handle) }
+
+    /// The detail libcurl left in the error buffer for the last failure, if any.
+    var errorDetail: String? {
+        let text = String(cString: errorBuffer)
+        return text.isEmpty ? nil : text
+    }
+
+    func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
+        try check(dfc_setopt_long(handle, option, value))
+    }
+
+    func set(_ option: CURLoption, _ value: Bool) throws(CurlError) {
+        try check(dfc_setopt_long(handle, option, value ? 1 : 0))
+    }
+
+    func set(_ option: CURLoption, offset value: Int64) throws(CurlError) {
+        try check(dfc_setopt_off(handle, option, curl_off_t(value)))
+    }
+
+    /// String options are copied by libcurl (since 7.17.0), so the Swift string need not outlive the call.
+    func set(_ option: CURLoption, _ value: String?) throws(CurlError) {
+        try check(dfc_setopt_string(handle, option, value))
+    }
+
+    func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws(CurlError) {
+        try check(dfc_setopt_pointer(handle, option, value))
+    }
+
+    func set(_ option: CURLoption, callback: dfc_data_callback) throws(CurlError) {
+        try check(dfc_setopt_data_callback(handle, option, callback))
+    }
+
+    func setProgress(_ callback: dfc_xferinfo_callback) throws(CurlError) {
+        try check(dfc_setopt_xferinfo_callback(handle, callback))
+    }
+
+    func setOpenSocket(_ callback: dfc_opensocket_callback) throws(CurlError) {
+        try check(dfc_setopt_opensocket_callback(handle, callback))
+    }
+
+    /// CURLOPT_HTTPHEADER; the list is kept alive as long as the handle.
+    func setHeaders(_ lines: [String]) throws(CurlError) {
+        let list = CurlStringList(lines)
+        try check(dfc_setopt_slist(handle, CURLOPT_HTTPHEADER, list.head))
+        headerList = list
+    }
+
+    func info(long key: CURLINFO) -> Int {
+        var value = 0
+        _ = dfc_getinfo_long(handle, key, &value)
+        return value
+    }
+
+    func info(offset key: CURLINFO) -> Int64 {
+        var value: curl_off_t = 0
+        _ = dfc_getinfo_off(handle, key, &value)
+        return Int64(value)
+    }
+
+    func info(string key: CURLINFO) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard dfc_getinfo_string(handle, key, &value) == CURLE_OK, let value else { return nil }
+        return String(cString: value)
+    }
+}
+
+/// A `curl_slist` (curl_slist_append(3)) freed with curl_slist_free_all(3).
+final class CurlStringList {
+    private(set) var head: UnsafeMutablePointer<curl_slist>?
+
+    init(_ lines: [String]) {
+        for line in lines { head = curl_slist_append(head, line) }
+    }
+
+    deinit { curl_slist_free_all(head) }
+}

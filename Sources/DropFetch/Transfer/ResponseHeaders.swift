@@ -1,0 +1,56 @@
+import Glibc
+
+/// The status and headers of one HTTP response, as the header callback sees them line by line.
+struct ResponseHeaders: Sendable {
+    private(set) var status = 0
+    private var fields: [String: String] = [:]
+
+    init() {}
+
+    /// Starts a response from its status line (`HTTP/1.1 206 Partial Content`).
+    init(statusLine: String) {
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        if parts.count >= 2 { status = Int(parts[1]) ?? 0 }
+    }
+
+    mutating func add(_ line: String) {
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        fields[name] = line[line.index(after: colon)...].trimmingWhitespace()
+    }
+
+    subscript(name: String) -> String? { fields[name] }
+
+    /// False for interim (1xx) responses and redirects that libcurl will follow.
+    func isFinal(following: Bool) -> Bool {
+        if (100...199).contains(status) { return false }
+        if following, [301, 302, 303, 307, 308].contains(status), fields["location"] != nil { return false }
+        return true
+    }
+
+    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+    var retryAfter: Duration? {
+        guard let value = fields["retry-after"] else { return nil }
+        if let seconds = Int64(value), seconds >= 0 { return .seconds(seconds) }
+        guard let when = ResponseHeaders.parseHTTPDate(value) else { return nil }
+        return .seconds(max(0, when - Int64(time(nil))))
+    }
+
+    /// Seconds since the epoch for an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 §5.6.7).
+    static func parseHTTPDate(_ value: String) -> Int64? {
+        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        let words = value.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+        guard words.count == 6, words[5] == "GMT", let day = Int(words[1]),
+              let month = months.firstIndex(of: words[2].lowercased()), let year = Int(words[3]) else { return nil }
+        let clock = words[4].split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3 else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(clock[0])
+        parts.tm_min = Int32(clock[1])
+        parts.tm_sec = Int32(clock[2])
+        return Int64(timegm(&parts))
+    }
+}

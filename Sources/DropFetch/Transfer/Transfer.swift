@@ -1,0 +1,283 @@
+import CCurl
+import Glibc
+
+/// One download attempt of one URL into its `.part` file, driven by the agent's multi handle.
+///
+/// The header callback checks each final response against the partial data before a body byte is
+/// written (`ResumeDecision`); the write callback appends straight into the file and the digests.
+final class Transfer {
+    private enum State {
+        case awaitingResponse
+        case writing
+        case alreadyComplete
+        case restarting(String)
+        case failed(Failure)
+    }
+
+    let request: TransferRequest
+    let easy: CurlEasy
+    private let file: FileDescriptor
+    private let recordPath: String
+    private var record: ResumeRecord?
+    private var state = State.awaitingResponse
+    /// The `Range` start sent with this request.
+    let requestedOffset: Int64
+    /// Bytes of valid data in the `.part` file.
+    private(set) var written: Int64 = 0
+    /// The full size of the file, once the server has said it.
+    private(set) var total: Int64?
+    private var sha256 = Digest(.sha256)
+    private var checksumDigest: Digest?
+    private var response = ResponseHeaders()
+
+    /// Opens or creates the `.part` file and prepares the request; does not start it.
+    init(_ request: TransferRequest) throws {
+        self.request = request
+        recordPath = ResumeRecord.path(forPart: request.partPath)
+        file = try Transfer.openPart(request.partPath, mode: request.fileMode)
+        let size = Int64(try file.status().st_size)
+        let saved = ResumeRecord.load(recordPath)
+        if size > 0, let saved, saved.url == request.url, saved.size.map({ size <= $0 }) ?? true {
+            requestedOffset = size
+            record = saved
+        } else {
+            if size > 0 { try file.truncate(to: 0) }
+            requestedOffset = 0
+            record = nil
+        }
+        written = requestedOffset
+        total = record?.size
+        easy = try CurlEasy()
+        try configure()
+    }
+
+    /// New parts are created with O_EXCL; an existing one is reopened, never through a symlink.
+    private static func openPart(_ path: String, mode: UInt32) throws(SystemError) -> FileDescriptor {
+        do {
+            return try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+        } catch where error.code == EEXIST {
+            let file = try FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK)
+            let info = try file.status()
+            guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
+                throw SystemError(code: EPERM, operation: "open (not a regular file)", path: path)
+            }
+            return file
+        }
+    }
+
+    private func configure() throws {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try easy.set(CURLOPT_URL, request.url)
+        try easy.set(CURLOPT_NOSIGNAL, true)
+        try easy.set(CURLOPT_FOLLOWLOCATION, true)
+        try easy.set(CURLOPT_MAXREDIRS, request.maxRedirects)
+        let protocols = request.protocols.joined(separator: ",")
+        try easy.set(CURLOPT_PROTOCOLS_STR, protocols)
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
+        try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, request.connectTimeout.milliseconds)
+        if request.lowSpeed.bytesPerSecond > 0 {
+            try easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(request.lowSpeed.bytesPerSecond))
+            try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, request.lowSpeed.duration.milliseconds / 1000))
+        }
+        try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: request.maxFileSize)
+        if request.maxReceiveSpeed > 0 {
+            try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: request.maxReceiveSpeed)
+        }
+        try easy.set(CURLOPT_USERAGENT, "dropfetch/\(DropFetchVersion.string)")
+        try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        var headers = request.headers
+        if requestedOffset > 0 {
+            try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
+            if let validator = record?.validator { headers.append("If-Range: \(validator)") }
+        }
+        if !headers.isEmpty { try easy.setHeaders(headers) }
+        try easy.set(CURLOPT_HEADERFUNCTION, callback: transferHeaderCallback)
+        try easy.set(CURLOPT_HEADERDATA, pointer: context)
+        try easy.set(CURLOPT_WRITEFUNCTION, callback: transferWriteCallback)
+        try easy.set(CURLOPT_WRITEDATA, pointer: context)
+    }
+
+    // MARK: - libcurl callbacks
+
+    /// CURLOPT_HEADERFUNCTION: collects one response's headers and decides at its blank line.
+    fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+        let text = String(decoding: line, as: UTF8.self)
+        if text.hasPrefix("HTTP/") {
+            response = ResponseHeaders(statusLine: text)
+            return true
+        }
+        if text == "\r\n" || text == "\n" {
+            guard response.isFinal(following: true) else { return true }
+            return decide(status: response.status)
+        }
+        response.add(text)
+        return true
+    }
+
+    /// CURLOPT_WRITEFUNCTION: appends body bytes to the `.part` file; false aborts the transfer.
+    fileprivate func receiveBody(_ data: UnsafeRawBufferPointer) -> Bool {
+        if case .awaitingResponse = state {
+            let status = easy.info(long: CURLINFO_RESPONSE_CODE)
+            guard decide(status: status == 0 ? (requestedOffset > 0 ? 206 : 200) : status) else { return false }
+        }
+        guard case .writing = state else { return false }
+        if written + Int64(data.count) > request.maxFileSize {
+            state = .failed(Failure(.tooLarge, "larger than max_file_size (\(request.maxFileSize) bytes)"))
+            return false
+        }
+        do {
+            try file.write(data)
+        } catch {
+            let kind: ErrorKind = error.isNoSpace ? .noSpace : .internal
+            state = .failed(Failure(kind, error.description))
+            return false
+        }
+        sha256.update(data)
+        checksumDigest?.update(data)
+        written += Int64(data.count)
+        return true
+    }
+
+    private func decide(status: Int) -> Bool {
+        let decision = ResumeDecision.decide(
+            status: status, contentRange: response["content-range"],
+            contentLength: response["content-length"].flatMap { Int64($0.trimmingWhitespace()) },
+            offset: requestedOffset, recordedTotal: record?.size)
+        do {
+            switch decision {
+            case .write(let offset, let size):
+                if let size, size > request.maxFileSize {
+                    state = .failed(Failure(.tooLarge, "server announced \(size) bytes, over max_file_size"))
+                    return false
+                }
+                try begin(at: offset, total: size)
+                state = .writing
+            case .alreadyComplete:
+                try rebuildDigests(length: requestedOffset)
+                state = .alreadyComplete
+                return false
+            case .restart(let reason):
+                state = .restarting(reason)
+                return false
+            case .fail(let failure):
+                state = .failed(failure)
+                return false
+            }
+        } catch {
+            state = .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
+            return false
+        }
+        return true
+    }
+
+    /// Positions the file for the body and saves the validators that a later resume will send.
+    private func begin(at offset: Int64, total size: Int64?) throws(SystemError) {
+        if offset == 0 {
+            if written > 0 { try file.truncate(to: 0) }
+            try file.seek(to: 0)
+            sha256 = Digest(.sha256)
+            checksumDigest = request.checksum.map { Digest($0.algorithm) }
+            written = 0
+        } else {
+            try rebuildDigests(length: offset)
+            try file.seek(to: offset)
+        }
+        total = size
+        let fresh = ResumeRecord(url: request.url, etag: response["etag"],
+                                 lastModified: response["last-modified"], size: size)
+        if fresh != record {
+            try fresh.save(to: recordPath, durable: request.durable)
+            record = fresh
+        }
+    }
+
+    private func rebuildDigests(length: Int64) throws(SystemError) {
+        sha256 = Digest(.sha256)
+        checksumDigest = request.checksum.map { Digest($0.algorithm) }
+        let reader = try FileDescriptor.open(request.partPath, flags: O_RDONLY | O_NOFOLLOW)
+        try sha256.update(from: reader, length: length)
+        if let checksumDigest { try checksumDigest.update(from: reader, length: length) }
+        written = length
+    }
+
+    // MARK: - Completion
+
+    /// Turns libcurl's result (from curl_multi_info_read(3)) into the attempt's outcome.
+    func finish(_ code: CURLcode) -> TransferOutcome {
+        let status = easy.info(long: CURLINFO_RESPONSE_CODE)
+        let httpStatus = status == 0 ? nil : status
+        switch state {
+        case .restarting(let reason):
+            return .restart(reason: reason)
+        case .failed(let failure):
+            return .failed(TransferFailure(failure: failure, httpStatus: httpStatus,
+                                           retryAfter: response.retryAfter, bytes: written,
+                                           resumedFrom: requestedOffset))
+        case .alreadyComplete:
+            return complete(httpStatus: status)
+        case .awaitingResponse, .writing:
+            if code != CURLE_OK {
+                let error = CurlError(code, detail: easy.errorDetail.map { Redaction.url($0) })
+                return .failed(TransferFailure(failure: Failure(error.kind, error.description),
+                                               httpStatus: httpStatus, retryAfter: nil,
+                                               bytes: written, resumedFrom: requestedOffset))
+            }
+            if case .awaitingResponse = state {
+                guard decide(status: status) else { return finish(code) }
+            }
+            if let total, written != total {
+                return .failed(TransferFailure(
+                    failure: Failure(.network, "short body: \(written) of \(total) bytes"),
+                    httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: requestedOffset))
+            }
+            return complete(httpStatus: status)
+        }
+    }
+
+    private func complete(httpStatus: Int) -> TransferOutcome {
+        let digest = sha256.finalize()
+        if let checksum = request.checksum {
+            let actual = checksum.algorithm == .sha256 ? digest : (checksumDigest?.finalize() ?? "")
+            if actual != checksum.hex {
+                return .failed(TransferFailure(
+                    failure: Failure(.checksumMismatch, "\(checksum.algorithm.rawValue) is \(actual), expected \(checksum.hex)"),
+                    httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: requestedOffset))
+            }
+        }
+        return .completed(TransferResult(bytes: written, sha256: digest, httpStatus: httpStatus,
+                                         resumedFrom: requestedOffset))
+    }
+
+    /// Makes the data durable before the rename that publishes it (fsync(2)).
+    func syncData() throws(SystemError) {
+        if request.durable { try file.sync() }
+    }
+
+    /// Removes the resume record once the data is complete or thrown away.
+    func discardRecord() {
+        try? FileSystem.removeIfPresent(recordPath)
+    }
+}
+
+private let transferHeaderCallback: dfc_data_callback = { pointer, size, count, context in
+    guard let pointer, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    return transfer.receiveHeader(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
+}
+
+private let transferWriteCallback: dfc_data_callback = { pointer, size, count, context in
+    guard let pointer, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down, for libcurl's `_MS` options and poll timeouts.
+    var milliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,42 @@
+/// Everything one download attempt needs, chosen by the agent from the job and the config.
+struct TransferRequest: Sendable {
+    var url: String
+    /// The hidden `.<file>.part` path that receives the data.
+    var partPath: String
+    var headers: [String] = []
+    var checksum: Checksum?
+    var maxFileSize: Int64
+    var connectTimeout: Duration
+    var lowSpeed: Config.LowSpeed
+    /// CURLOPT_MAX_RECV_SPEED_LARGE in bytes per second; 0 means unlimited.
+    var maxReceiveSpeed: Int64 = 0
+    /// Schemes for CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR.
+    var protocols: [String]
+    var maxRedirects = 10
+    var durable = true
+    var fileMode: UInt32 = 0o644
+}
+
+/// How one attempt ended.
+enum TransferOutcome: Sendable, Equatable {
+    case completed(TransferResult)
+    /// The partial data was unusable (file changed, bad Content-Range): start over at once.
+    case restart(reason: String)
+    case failed(TransferFailure)
+}
+
+struct TransferResult: Sendable, Equatable {
+    var bytes: Int64
+    var sha256: String
+    var httpStatus: Int
+    var resumedFrom: Int64
+}
+
+struct TransferFailure: Sendable, Equatable {
+    var failure: Failure
+    var httpStatus: Int?
+    /// From a `Retry-After` header (RFC 9110 §10.2.3).
+    var retryAfter: Duration?
+    var bytes: Int64
+    var resumedFrom: Int64
+}

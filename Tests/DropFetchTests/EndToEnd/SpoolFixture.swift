@@ -1,0 +1,175 @@
+import DropFetch
+import Foundation
+
+/// A throw-away spool with a config file, and the real `dropfetch` binary run against it.
+final class SpoolFixture: @unchecked Sendable {
+    let root: URL
+    var spool: String { root.path + "/spool" }
+    var destination: String { root.path + "/downloads" }
+    var configPath: String { root.path + "/config.yaml" }
+    private var daemon: Process?
+    let logPath: String
+
+    /// `extraConfig` is appended to a config naming this fixture's spool and destination.
+    init(extraConfig: String = "") throws {
+        root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("dropfetch-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        logPath = root.path + "/agent.log"
+        try writeConfig(extraConfig)
+        for folder in ["inbox", "done", "failed"] {
+            try FileManager.default.createDirectory(atPath: spool + "/" + folder, withIntermediateDirectories: true)
+        }
+    }
+
+    deinit {
+        if let daemon, daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    func writeConfig(_ extra: String) throws {
+        let text = """
+            spool: \(spool)
+            destination: \(destination)
+            agent_id: test-agent
+            log_level: debug
+            retry: { attempts: 3, initial_delay: 100ms, max_delay: 1s }
+            scan_interval: 30s
+
+            """ + extra
+        try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// Drops a job the safe way: a dot temp file renamed into the inbox.
+    @discardableResult
+    func drop(_ name: String, _ content: String, folder: String = "") throws -> String {
+        let directory = spool + "/inbox" + (folder.isEmpty ? "" : "/" + folder)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let temp = directory + "/." + name + ".tmp"
+        try content.write(toFile: temp, atomically: false, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: temp, toPath: directory + "/" + name)
+        return directory + "/" + name
+    }
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["DROPFETCH_BIN"] { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        return root.path + "/.build/debug/dropfetch"
+    }
+
+    /// Runs `dropfetch ARGS --config CONFIG` to completion and returns its exit code.
+    @discardableResult
+    func runCLI(_ arguments: [String], config: String? = nil, timeout: TimeInterval = 120) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SpoolFixture.binary)
+        process.arguments = arguments + ["--config", config ?? configPath]
+        let log = try logHandle()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw FixtureError.timedOut(arguments)
+        }
+        return process.terminationStatus
+    }
+
+    func runOnce(timeout: TimeInterval = 120) throws -> Int32 {
+        try runCLI(["run", "--once"], timeout: timeout)
+    }
+
+    /// Starts `dropfetch run` as a daemon; `stopDaemon` or `killDaemon` ends it.
+    func startDaemon() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SpoolFixture.binary)
+        process.arguments = ["run", "--config", configPath]
+        let log = try logHandle()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        daemon = process
+    }
+
+    var daemonIsRunning: Bool { daemon?.isRunning ?? false }
+
+    /// SIGTERM, then waits for the exit; returns the exit code.
+    @discardableResult
+    func stopDaemon(timeout: TimeInterval = 10) throws -> Int32 {
+        guard let daemon else { return -1 }
+        kill(daemon.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(timeout)
+        while daemon.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if daemon.isRunning {
+            kill(daemon.processIdentifier, SIGKILL)
+            throw FixtureError.timedOut(["stop"])
+        }
+        self.daemon = nil
+        return daemon.terminationStatus
+    }
+
+    func killDaemon() {
+        guard let daemon else { return }
+        kill(daemon.processIdentifier, SIGKILL)
+        daemon.waitUntilExit()
+        self.daemon = nil
+    }
+
+    private func logHandle() throws -> FileHandle {
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        handle.seekToEndOfFile()
+        return handle
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    // MARK: What a user would look at
+
+    func names(in folder: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: spool + "/" + folder)) ?? []).sorted()
+    }
+
+    func jobs(in folder: String) -> [String] {
+        names(in: folder).filter { $0.hasSuffix(".url") && !$0.hasPrefix(".") }
+    }
+
+    func status(_ folder: String, _ jobName: String) throws -> StatusRecord {
+        let data = try Data(contentsOf: URL(fileURLWithPath: statusPath(folder, jobName)))
+        guard let record = StatusRecord.decode(Array(data)) else { throw FixtureError.badStatus(jobName) }
+        return record
+    }
+
+    /// The raw status JSON as an object, to check the exact field names of the contract.
+    func statusJSON(_ folder: String, _ jobName: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: statusPath(folder, jobName)))
+        return try (JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+    }
+
+    func statusPath(_ folder: String, _ jobName: String) -> String {
+        spool + "/" + folder + "/" + String(jobName.dropLast(4)) + ".status.json"
+    }
+
+    func downloaded(_ name: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: destination + "/" + name).map(Array.init)
+    }
+
+    /// Every name in the destination, hidden ones included.
+    func destinationNames() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: destination)) ?? []).sorted()
+    }
+
+    func fileSize(_ path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+    }
+}
+
+enum FixtureError: Error {
+    case timedOut([String])
+    case badStatus(String)
+}

@@ -1,0 +1,98 @@
+@testable import DropFetch
+import Foundation
+import Testing
+
+@Suite("Spool moves")
+struct SpoolTests {
+    private func makeSpool(agent: String = "a1") throws -> (Spool, String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
+        let spool = Spool(root: root, agentID: agent, durable: true)
+        try spool.open()
+        return (spool, root)
+    }
+
+    @Test("open creates every folder and holds the work lock; a second agent with the same id is refused")
+    func openAndLock() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for folder in ["inbox", "hold", "done", "failed", "work/a1"] {
+            #expect(FileSystem.isDirectory(root + "/" + folder))
+        }
+        _ = spool
+        let twin = Spool(root: root, agentID: "a1", durable: true)
+        #expect(throws: SpoolError.self) { try twin.open() }
+    }
+
+    @Test("scan skips dot-files and non-.url names and finds subfolders; claim moves without replacing")
+    func scanAndClaim() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/inbox/urgent", withIntermediateDirectories: true)
+        for name in ["x.url", ".hidden.url", "notes.txt", "urgent/x.url", ".x.url.tmp"] {
+            try "http://h/x\n".write(toFile: root + "/inbox/" + name, atomically: false, encoding: .utf8)
+        }
+        let entries = spool.scanInbox().sorted { $0.relativePath < $1.relativePath }
+        #expect(entries.map(\.relativePath) == ["urgent/x.url", "x.url"])
+        #expect(entries.map(\.folder) == ["urgent", ""])
+        let first = try spool.claim(entries[0])
+        let second = try spool.claim(entries[1])
+        #expect(first == "x.url")
+        #expect(second == "x.1.url")
+        #expect(try spool.claim(entries[1]) == nil)
+        #expect(Set(spool.ownJobs()) == ["x.url", "x.1.url"])
+    }
+
+    @Test("filing never overwrites a record: x.url, then x.1.url, each with its status file")
+    func fileNeverOverwrites() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for _ in 0..<2 {
+            try "http://h/x\n".write(toFile: root + "/inbox/x.url", atomically: false, encoding: .utf8)
+            let name = try #require(try spool.claim(.init(relativePath: "x.url", modified: 0)))
+            let record = StatusRecord(job: "x.url", state: .done, className: "default", priority: 0, agent: "a1",
+                                      submitted: Timestamp.now())
+            try spool.file(name, as: .done, status: record)
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
+        #expect(names == ["x.1.status.json", "x.1.url", "x.status.json", "x.url"])
+        #expect(spool.ownJobs().isEmpty)
+    }
+
+    @Test("a status written but the job not yet moved is completed on recovery, not redone")
+    func unfinishedFilingIsCompleted() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try "http://h/x\n".write(toFile: root + "/work/a1/y.url", atomically: false, encoding: .utf8)
+        let record = StatusRecord(job: "y.url", state: .done, className: "default", priority: 0, agent: "a1",
+                                  submitted: Timestamp.now())
+        try Data(record.encoded()).write(to: URL(fileURLWithPath: root + "/done/y.status.json"))
+        let found = try #require(spool.unfinishedFiling(of: "y.url", job: "y.url"))
+        #expect(found.outcome == .done)
+        try spool.completeFiling("y.url", to: found.jobPath)
+        #expect(FileManager.default.fileExists(atPath: root + "/done/y.url"))
+        #expect(spool.ownJobs().isEmpty)
+    }
+
+    @Test("a dead agent's work folder is adopted; a live one's is left alone")
+    func adoptsDeadAgents() throws {
+        let (spool, root) = try makeSpool(agent: "live")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/work/dead", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lock", contents: nil)
+        try "http://h/x\n".write(toFile: root + "/work/dead/z.url", atomically: false, encoding: .utf8)
+        let other = Spool(root: root, agentID: "busy", durable: true)
+        try other.open()
+        try "http://h/x\n".write(toFile: root + "/work/busy/b.url", atomically: false, encoding: .utf8)
+
+        #expect(spool.adoptOrphans() == ["z.url"])
+        #expect(FileManager.default.fileExists(atPath: root + "/work/live/z.url"))
+        #expect(FileManager.default.fileExists(atPath: root + "/work/busy/b.url"))
+    }
+
+    @Test("status timestamps are UTC RFC 3339 and round-trip")
+    func timestamps() {
+        #expect(Timestamp.format(seconds: 0) == "1970-01-01T00:00:00Z")
+        #expect(Timestamp.format(seconds: 1_795_298_400) == "2026-11-21T22:00:00Z")
+        #expect(Timestamp.parse("2026-11-21T22:00:00Z") == 1_795_298_400)
+    }
+}

@@ -1,0 +1,73 @@
+@testable import DropFetch
+import Testing
+
+@Suite("Resume decision (header checks before any body byte)")
+struct ResumeDecisionTests {
+    @Test("200 always means the whole file from 0, also when a range was asked for")
+    func fullResponse() {
+        #expect(ResumeDecision.decide(status: 200, contentRange: nil, contentLength: 10, offset: 0, recordedTotal: nil)
+            == .write(at: 0, total: 10))
+        #expect(ResumeDecision.decide(status: 200, contentRange: nil, contentLength: 10, offset: 4, recordedTotal: 10)
+            == .write(at: 0, total: 10))
+    }
+
+    @Test("206 continuing at the local size to the recorded end is appended")
+    func matchingPartial() {
+        #expect(ResumeDecision.decide(status: 206, contentRange: "bytes 500-999/1000", contentLength: 500,
+                                      offset: 500, recordedTotal: 1000) == .write(at: 500, total: 1000))
+    }
+
+    @Test("206 that does not line up with the local data restarts", arguments: [
+        ("bytes 400-999/1000", Int64?(1000)),  // wrong start
+        ("bytes 500-999/2000", Int64?(1000)),  // size changed
+        ("bytes 500-799/1000", Int64?(1000)),  // not to the end
+        ("garbage", Int64?(1000)),
+        ("bytes 500-999/*", Int64?.none),
+    ])
+    func mismatchedPartial(range: String, total: Int64?) {
+        let decision = ResumeDecision.decide(status: 206, contentRange: range, contentLength: nil, offset: 500,
+                                             recordedTotal: total)
+        guard case .restart = decision else {
+            Issue.record("expected restart for \(range), got \(decision)")
+            return
+        }
+    }
+
+    @Test("416 with bytes */N equal to the local size means complete; otherwise start over")
+    func rangeNotSatisfiable() {
+        #expect(ResumeDecision.decide(status: 416, contentRange: "bytes */1000", contentLength: nil, offset: 1000,
+                                      recordedTotal: 1000) == .alreadyComplete)
+        guard case .restart = ResumeDecision.decide(status: 416, contentRange: "bytes */2000", contentLength: nil,
+                                                    offset: 1000, recordedTotal: 1000) else {
+            Issue.record("a 416 naming another size must restart")
+            return
+        }
+    }
+
+    @Test("error statuses fail with http_status and write nothing", arguments: [404, 500, 503, 429, 403])
+    func errorStatus(code: Int) {
+        #expect(ResumeDecision.decide(status: code, contentRange: nil, contentLength: 20, offset: 0, recordedTotal: nil)
+            == .fail(Failure(.httpStatus, "HTTP \(code)")))
+    }
+
+    @Test("Content-Range parsing follows RFC 9110 §14.4")
+    func contentRangeParsing() {
+        #expect(ContentRange("bytes 0-9/10") == ContentRange(first: 0, last: 9, complete: 10))
+        #expect(ContentRange("bytes */10") == ContentRange(first: nil, last: nil, complete: 10))
+        #expect(ContentRange("bytes 0-9/*") == ContentRange(first: 0, last: 9, complete: nil))
+        #expect(ContentRange("bytes 5-4/10") == nil)
+        #expect(ContentRange("bytes 0-10/10") == nil)
+        #expect(ContentRange("items 0-1/2") == nil)
+        #expect(ContentRange("bytes */*") == nil)
+    }
+
+    @Test("Retry-After as seconds and as an HTTP date")
+    func retryAfter() {
+        var headers = ResponseHeaders(statusLine: "HTTP/1.1 429 Too Many Requests\r\n")
+        headers.add("Retry-After: 7\r\n")
+        #expect(headers.status == 429)
+        #expect(headers.retryAfter == .seconds(7))
+        #expect(ResponseHeaders.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        #expect(ResponseHeaders.parseHTTPDate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
+    }
+}

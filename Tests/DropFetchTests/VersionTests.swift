@@ -1,0 +1,3 @@
+import Testing
+@testable import DropFetch
+@Test func version() { #expect(!DropFetchVersion.string.isEmpty) }
