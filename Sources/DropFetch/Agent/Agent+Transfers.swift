@@ -219,12 +219,11 @@ extension Agent {
         case .httpStatus: failure.httpStatus.map(policy.onHTTP.contains) ?? false
         default: false
         }
-        let keepsPartial = kind == .network || kind == .timeout || kind == .noSpace || kind == .httpStatus
-        if !keepsPartial, let final = download.finalPath {
+        if let final = download.finalPath {
             let part = Agent.partPath(for: final)
-            if !partsInUse.contains(part) {
-                try? FileSystem.removeIfPresent(part)
-                try? FileSystem.removeIfPresent(ResumeRecord.path(forPart: part))
+            let dataIsUseful = kind == .network || kind == .timeout || kind == .noSpace || kind == .httpStatus
+            if !partsInUse.contains(part), !dataIsUseful || (FileSystem.fileSize(part) ?? 0) == 0 {
+                Agent.discardPartial(part)
                 download.status.bytes = 0
             }
         }
@@ -252,8 +251,17 @@ extension Agent {
             return
         }
         download.status.state = .failed
+        if let final = download.finalPath, kind != .network, kind != .timeout, kind != .noSpace {
+            Agent.discardPartial(Agent.partPath(for: final))
+        }
         job.downloads[index] = download
         if job.isFinished { fileJob(job) } else { saveState(job) }
+    }
+
+    /// Removes a `.part` file and its resume record.
+    static func discardPartial(_ part: String) {
+        try? FileSystem.removeIfPresent(part)
+        try? FileSystem.removeIfPresent(ResumeRecord.path(forPart: part))
     }
 
     /// Aborts every transfer, keeping `.part` files and resume records for the next start.

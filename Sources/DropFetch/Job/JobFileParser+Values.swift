@@ -6,7 +6,8 @@ extension JobFileParser {
     /// Longest `dir=` value, PATH_MAX less the terminating NUL.
     static let maxDirectoryBytes = 4095
 
-    /// True when `url` looks like `scheme://authority…` (RFC 3986 §3) with a non-empty host.
+    /// True when `url` looks like `scheme://authority…` (RFC 3986 §3) with a non-empty host
+    /// (`file:///path` excepted).
     ///
     /// The scheme is not checked against the config's allow-list here. White space and control
     /// characters anywhere are refused; a port, if given, must be digits; an IPv6 host needs its `]`.
@@ -20,6 +21,8 @@ extension JobFileParser {
         while index < bytes.count, isSchemeByte(bytes[index]) { index += 1 }
         guard bytes[index...].starts(with: "://".utf8) else { return false }
         let start = index + 3
+        // RFC 8089 file URLs have an empty authority; the agent refuses them as unsupported_protocol.
+        if String(decoding: bytes[..<index], as: UTF8.self).lowercased() == "file" { return true }
         let end = bytes[start...].firstIndex {
             $0 == ASCII.slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
         } ?? bytes.count

@@ -15,7 +15,7 @@ struct URLParts: Sendable, Equatable {
         } else {
             host = String(authority.prefix { $0 != ":" }).lowercased()
         }
-        guard !scheme.isEmpty, !host.isEmpty else { return nil }
+        guard !scheme.isEmpty else { return nil }
     }
 
     /// fnmatch(3) glob match, as used by class rules (`*.iso`, `*.example.org`).

@@ -4,12 +4,22 @@ import Foundation
 struct CurlRun: Sendable {
     /// curl's exit status: 0, 7 (couldn't connect), 18 (partial file), 28 (timeout), 47 (too many redirects)…
     let exitCode: Int32
-    /// `%{http_code}` of the last response, 0 when none came.
-    let httpCode: Int
+    /// `%{http_code}` of the last transfer, 0 when no response came.
+    var httpCode: Int { httpCodes.last ?? 0 }
+    /// `%{http_code}` of each transfer, one per URL given.
+    let httpCodes: [Int]
     /// The body as written by `-o`.
     let body: [UInt8]
     /// The raw header blocks as written by `-D` (one per response when following redirects).
     let headerText: String
+
+    /// Size and SHA-256 of the body: compared instead of the bytes, so a failure prints a line, not the file.
+    var bodyFingerprint: String { Self.fingerprint(body) }
+
+    static func fingerprint(_ bytes: some Sequence<UInt8>) -> String {
+        let array = Array(bytes)
+        return "\(array.count) bytes, sha256 \(SHA256.hex(array))"
+    }
 
     /// A header of the last response block, name compared case-insensitively.
     func header(_ name: String) -> String? {
@@ -24,7 +34,9 @@ struct CurlRun: Sendable {
         return nil
     }
 
-    /// Runs `curl -s -o BODY -D HEADERS -w '%{http_code}' arguments…` and waits for it.
+    /// Runs `curl -s -o BODY -D HEADERS -w '%{stderr}%{http_code}\n' arguments…` and waits for it.
+    ///
+    /// Only the first URL's body is kept; those of further URLs go to /dev/null.
     static func run(_ arguments: [String]) throws -> CurlRun {
         try start(arguments).finish()
     }
@@ -37,10 +49,10 @@ struct CurlRun: Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["-s", "-o", folder.appendingPathComponent("body").path,
                              "-D", folder.appendingPathComponent("headers").path,
-                             "-w", "%{http_code}"] + arguments
+                             "-w", "%{stderr}%{http_code}\n"] + arguments
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
         return Running(process: process, output: output, folder: folder)
@@ -66,7 +78,7 @@ struct CurlRun: Sendable {
             let headers = (try? Data(contentsOf: folder.appendingPathComponent("headers"))) ?? Data()
             return CurlRun(
                 exitCode: process.terminationStatus,
-                httpCode: Int(String(decoding: printed, as: UTF8.self)) ?? 0,
+                httpCodes: String(decoding: printed, as: UTF8.self).split(separator: "\n").compactMap { Int($0) },
                 body: [UInt8](body),
                 headerText: String(decoding: headers, as: UTF8.self))
         }

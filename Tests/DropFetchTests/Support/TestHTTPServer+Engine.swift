@@ -119,6 +119,7 @@ extension TestHTTPServer {
                     let requestID = state.withLock { $0.begin(head, connectionID: id, peer: peer, local: local) }
                     var exchange = Exchange(engine: self, fd: fd, head: head, requestID: requestID)
                     let keepOpen = exchange.answer()
+                    exchange.leaveInFlight()
                     state.withLock { $0.end(requestID) }
                     if !keepOpen { return }
                 }

@@ -9,6 +9,7 @@ extension TestHTTPServer {
         let head: RequestHead
         let requestID: Int
         private var plan = FaultPlan()
+        private var countedInFlight = true
 
         init(engine: Engine, fd: Int32, head: RequestHead, requestID: Int) {
             self.engine = engine
@@ -76,24 +77,25 @@ extension TestHTTPServer {
         /// Writes a complete answer with Content-Length; `headers` replace defaults of the same name.
         private mutating func send(status: Int, headers: [(String, String)], body: ArraySlice<UInt8>) -> Bool {
             let closing = head.closesConnection || plan.dropAfter != nil
-            guard sendHead(status: status, headers: [("Content-Length", "\(body.count)")] + headers, closing: closing)
+            let limit = head.method == "HEAD" ? 0 : min(body.count, plan.dropAfter ?? body.count)
+            guard sendHead(status: status, headers: [("Content-Length", "\(body.count)")] + headers,
+                           closing: closing, isLastWrite: limit == 0)
             else { return false }
-            guard head.method != "HEAD" else { return !closing }
-            return sendBody(body, limit: plan.dropAfter ?? body.count) && !closing
+            return sendBody(body, limit: limit) && !closing
         }
 
         /// A chunked 200 (RFC 9112 §7.1) whose last chunk never comes.
         private mutating func sendEndlessBody() -> Bool {
             let headers = [("Content-Type", "application/octet-stream"), ("Transfer-Encoding", "chunked")]
             guard sendHead(status: 200, headers: headers, closing: false), head.method != "HEAD" else { return false }
-            let size = plan.drip?.bytesPerChunk ?? Self.pattern.count
+            let size = min(plan.drip?.bytesPerChunk ?? Self.pattern.count, Self.pattern.count)
             let limit = plan.dropAfter ?? Int.max
+            let doubled = Self.pattern + Self.pattern
             var sent = 0
             while sent < limit, !engine.isStopped {
                 let count = min(size, limit - sent)
-                var frame = Array(String(count, radix: 16).utf8) + [13, 10]
-                for index in 0..<count { frame.append(Self.pattern[(sent + index) % Self.pattern.count]) }
-                frame += [13, 10]
+                let start = sent % Self.pattern.count
+                let frame = Array(String(count, radix: 16).utf8) + [13, 10] + doubled[start..<start + count] + [13, 10]
                 guard write(frame) else { return false }
                 sent += count
                 record(bodyBytes: count)
@@ -111,7 +113,7 @@ extension TestHTTPServer {
             return false
         }
 
-        private mutating func sendHead(status: Int, headers: [(String, String)], closing: Bool) -> Bool {
+        private mutating func sendHead(status: Int, headers: [(String, String)], closing: Bool, isLastWrite: Bool = false) -> Bool {
             var merged: [(String, String)] = []
             for (name, value) in headers {
                 merged.removeAll { $0.0.lowercased() == name.lowercased() }
@@ -122,6 +124,7 @@ extension TestHTTPServer {
             for (name, value) in merged { text += "\(name): \(value)\r\n" }
             text += "\r\n"
             engine.state.withLock { state in state.update(requestID) { $0.status = status } }
+            if isLastWrite { leaveInFlight() }
             return write(Array(text.utf8))
         }
 
@@ -132,12 +135,21 @@ extension TestHTTPServer {
             var offset = body.startIndex
             while offset < end {
                 let next = min(end, offset + chunk)
+                if next == end { leaveInFlight() }
                 guard write(body[offset..<next]) else { return false }
                 record(bodyBytes: next - offset)
                 offset = next
                 if let drip = plan.drip, offset < end, !pause(drip.interval) { return false }
             }
             return true
+        }
+
+        /// Stops counting this request in `maxConcurrentRequests`; called before the last write of a
+        /// complete answer, because a client may start its next request as soon as that write lands.
+        mutating func leaveInFlight() {
+            guard countedInFlight else { return }
+            countedInFlight = false
+            engine.state.withLock { $0.leaveInFlight() }
         }
 
         private func write(_ bytes: some ContiguousBytes) -> Bool {

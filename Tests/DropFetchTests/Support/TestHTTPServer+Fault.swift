@@ -1,17 +1,21 @@
 extension TestHTTPServer {
     /// A misbehaviour injected into the answers for one path.
     ///
-    /// Several faults combine: `delay`, `drip`, `dropAfter`, `ignoreRange` and `contentRangeOn200`
-    /// modify the answer; `status`, `redirect`, `endlessBody` and `lyingContentLength` replace it
-    /// (the first of those in the list wins). Wrap a fault in `.times(n, fault)` to apply it to the
-    /// next `n` requests for the path only.
+    /// Several faults combine: `delay`, `drip` and `dropAfter` modify any answer; `ignoreRange`,
+    /// `contentRangeOn200` and `changeETagAfterFirstRequest` modify an answer from the file;
+    /// `status`, `redirect`, `endlessBody` and `lyingContentLength` replace it, the first of
+    /// them in the list winning. Wrap a fault in `.times(n, fault)` to apply it to `n` requests
+    /// only: a count is spent only when the fault takes effect, so
+    /// `[.times(1, .status(code: 503)), .times(1, .lyingContentLength(N))]` answers 503, then a
+    /// short body, then the file, while `[.times(1, .dropAfter(bytes: N)), .times(1, .ignoreRange)]`
+    /// both apply to the first request.
     enum Fault: Sendable {
         /// Send the headers with the full Content-Length, then close after `bytes` body bytes.
         case dropAfter(bytes: Int)
         /// Answer 200 with the full body whatever the Range header says.
         case ignoreRange
-        /// Answer the next request with the current file, then switch the file to a new ETag
-        /// (and Last-Modified and body, where given) for all later requests.
+        /// Answer the next request served from the file with the current file, then switch the
+        /// file to a new ETag (and Last-Modified and body, where given) for all later requests.
         case changeETagAfterFirstRequest(to: String? = "\"v2\"", lastModified: String? = nil, body: [UInt8]? = nil)
         /// Answer `code` with a text/html `body` and extra `headers` (e.g. `Retry-After`).
         case status(code: Int, headers: [(String, String)] = [], body: String = "error page")
@@ -28,9 +32,21 @@ extension TestHTTPServer {
         case contentRangeOn200
         /// Wait this long before answering (a slow host); cut short by `stop()` or a client hang-up.
         case delay(Duration)
-        /// Apply `Fault` to the next `n` requests for the path only.
+        /// Apply `Fault` to `n` requests for the path only (those it takes effect on).
         indirect case times(Int, Fault)
+
+        var role: FaultRole {
+            switch self {
+            case .delay, .drip, .dropAfter: .modifier
+            case .ignoreRange, .contentRangeOn200, .changeETagAfterFirstRequest: .fileOnly
+            case .status, .redirect, .endlessBody, .lyingContentLength: .replacement
+            case .times(_, let inner): inner.role
+            }
+        }
     }
+
+    /// How a fault takes part in an answer, which decides when a `.times` count is spent.
+    enum FaultRole { case modifier, fileOnly, replacement }
 
     /// A fault installed on a path, with how many more requests it applies to (nil: all).
     struct ArmedFault: Sendable {

@@ -25,9 +25,9 @@ extension TestHTTPServer {
 
         /// Parses the head (without its blank line); nil when the request line is malformed.
         static func parse(_ bytes: ArraySlice<UInt8>) -> RequestHead? {
-            let text = String(decoding: bytes, as: UTF8.self)
-            var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-                .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
+            // Split bytes, not a String: Swift treats "\r\n" as one Character.
+            var lines = bytes.split(separator: 10, omittingEmptySubsequences: false)
+                .map { Substring(decoding: $0.last == 13 ? $0.dropLast() : $0, as: UTF8.self) }
             while lines.first?.isEmpty == true { lines.removeFirst() }  // RFC 9112 §2.2 leading CRLFs
             guard let requestLine = lines.first else { return nil }
             let parts = requestLine.split(separator: " ", omittingEmptySubsequences: true)

@@ -47,12 +47,15 @@ extension TestHTTPServer {
         }
 
         /// accept(2), then fcntl(FD_CLOEXEC) so processes the tests spawn do not inherit the
-        /// connection (Glibc's overlay does not import accept4).
+        /// connection (Glibc's overlay does not import accept4), and TCP_NODELAY so a small
+        /// header write is not held back by Nagle's algorithm waiting for a delayed ACK.
         static func accept(_ listener: Int32) throws -> Int32 {
             while true {
                 let fd = Glibc.accept(listener, nil, nil)
                 if fd >= 0 {
                     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    var one: Int32 = 1
+                    _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                     return fd
                 }
                 if errno != EINTR { throw SocketError(call: "accept", code: errno) }

@@ -28,22 +28,27 @@ extension TestHTTPServer {
             files[target] != nil || faults[target] != nil ? target : path
         }
 
-        /// The file as it is now and the faults for this request, consuming `.times` counts and
-        /// applying a pending `changeETagAfterFirstRequest` after the snapshot.
+        /// The file as it is now and the faults that shape this request's answer, spending `.times`
+        /// counts only on faults that took effect, then applying a `changeETagAfterFirstRequest`.
         mutating func takePlan(for key: String) -> (FaultPlan, ServedFile?) {
             var plan = FaultPlan()
             let file = files[key]
             guard var armed = faults[key] else { return (plan, file) }
-            for index in armed.indices where armed[index].remaining != 0 {
+            let active = armed.indices.filter { armed[$0].remaining != 0 }
+            let replacement = active.first { armed[$0].fault.role == .replacement }
+            let answersFromFile = replacement == nil && file != nil
+            for index in active {
+                switch armed[index].fault.role {
+                case .modifier: break
+                case .replacement: guard index == replacement else { continue }
+                case .fileOnly: guard answersFromFile else { continue }
+                }
                 if let remaining = armed[index].remaining { armed[index].remaining = remaining - 1 }
                 if case .changeETagAfterFirstRequest(let etag, let lastModified, let body) = armed[index].fault {
                     armed[index].remaining = 0
-                    if var changed = files[key] {
-                        changed.etag = etag
-                        if let lastModified { changed.lastModified = lastModified }
-                        if let body { changed.body = body }
-                        files[key] = changed
-                    }
+                    files[key]?.etag = etag
+                    if let lastModified { files[key]?.lastModified = lastModified }
+                    if let body { files[key]?.body = body }
                 } else {
                     plan.add(armed[index].fault)
                 }
@@ -65,13 +70,19 @@ extension TestHTTPServer {
             return id
         }
 
+        /// Changes the log entry of request `id`, unless `resetStats()` dropped it.
         mutating func update(_ id: Int, _ change: (inout LoggedRequest) -> Void) {
             guard let index = log.lastIndex(where: { $0.id == id }) else { return }
             change(&log[index])
         }
 
-        mutating func end(_ id: Int) {
+        /// Stops counting a request as in flight.
+        mutating func leaveInFlight() {
             inFlight -= 1
+        }
+
+        /// Marks request `id` finished: its answer is complete or abandoned.
+        mutating func end(_ id: Int) {
             update(id) { $0.finished = .now }
         }
     }

@@ -91,7 +91,9 @@ final class TestHTTPServer: Sendable {
         }
     }
 
-    /// The peak number of requests being answered at the same moment.
+    /// The peak number of requests being answered at the same moment. A request counts from its
+    /// parsed head until the last write of its answer (so a client's next request on a new
+    /// connection never overlaps it), or until it is abandoned.
     var maxConcurrentRequests: Int { engine.state.withLock { $0.peakInFlight } }
 
     /// Requests being answered now.
@@ -124,9 +126,14 @@ final class TestHTTPServer: Sendable {
                 mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
                 mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
                 mixed ^= mixed >> 31
-                for shift in stride(from: 0, to: min(8, count - offset) * 8, by: 8) {
-                    buffer[offset] = UInt8(truncatingIfNeeded: mixed >> UInt64(shift))
-                    offset += 1
+                if count - offset >= 8 {
+                    buffer.storeBytes(of: mixed.littleEndian, toByteOffset: offset, as: UInt64.self)
+                    offset += 8
+                } else {
+                    withUnsafeBytes(of: mixed.littleEndian) { word in
+                        for index in 0..<(count - offset) { buffer[offset + index] = word[index] }
+                    }
+                    offset = count
                 }
             }
         }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The pieces of the test support that need no network: SHA-256, test data, range decisions, polling.
-@Suite struct TestSupportTests {
+@Suite(.timeLimit(.minutes(1))) struct TestSupportTests {
     @Test(arguments: [
         ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
         ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
