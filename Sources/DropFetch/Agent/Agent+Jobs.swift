@@ -161,7 +161,6 @@ extension Agent {
         }
         jobs[job.id] = nil
         jobIDs[job.workName] = nil
-        scheduler.remove(job: job.id)
     }
 
     /// Re-adopts this agent's work folder and any dead agent's, resuming from what is on disk.
@@ -187,6 +186,7 @@ extension Agent {
     /// Rewrites `work/<agent>/<name>.state.json` of running jobs with their progress (about once a second).
     func refreshStateFiles() {
         for (_, entry) in transfers {
+            try? entry.transfer.saveRecord()
             guard let job = jobs[entry.unit.job] else { continue }
             job.downloads[entry.unit.download].status.bytes = entry.transfer.written
             job.downloads[entry.unit.download].status.size = entry.transfer.total

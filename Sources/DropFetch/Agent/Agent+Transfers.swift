@@ -54,6 +54,7 @@ extension Agent {
             transfer = try Transfer(request)
             try multi.add(transfer.easy)
         } catch {
+            knownFolders.removeAll()
             let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
             job.downloads[index] = download
             return finish(job, index, failure: TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
@@ -90,10 +91,13 @@ extension Agent {
     /// Picks the final name in the destination under `on_conflict`, skipping names in use by others.
     private func chooseFinalPath(for download: Job.Download, of job: Job) throws(Failure) -> String {
         let folder = destination(of: job) + (download.spec.dir.map { "/" + $0 } ?? "")
-        do {
-            try FileSystem.makeDirectories(folder)
-        } catch {
-            throw Failure(error.isNoSpace ? .noSpace : .internal, "cannot create \(folder): \(error)")
+        if !knownFolders.contains(folder) {
+            do {
+                try FileSystem.makeDirectories(folder)
+            } catch {
+                throw Failure(error.isNoSpace ? .noSpace : .internal, "cannot create \(folder): \(error)")
+            }
+            knownFolders.insert(folder)
         }
         let name = download.spec.out ?? FileName.fromURL(download.spec.urls[0])
         for candidate in Agent.nameVariants(name) {
@@ -153,6 +157,8 @@ extension Agent {
             job.downloads[index].status.state = .queued
             scheduler.enqueue(entry(for: job, index))
         case .failed(let failure):
+            // The partial data may be resumed by the retry: describe it now if that waited.
+            if failure.bytes > 0 { try? transfer.saveRecord() }
             finish(job, index, failure: failure)
         }
     }
@@ -269,6 +275,7 @@ extension Agent {
         for (_, entry) in transfers {
             multi.remove(entry.transfer.easy)
             try? entry.transfer.syncData()
+            try? entry.transfer.saveRecord()
             if let job = jobs[entry.unit.job] {
                 job.downloads[entry.unit.download].status.state = .queued
                 job.downloads[entry.unit.download].status.bytes = entry.transfer.written

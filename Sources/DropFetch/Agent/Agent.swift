@@ -53,6 +53,8 @@ public final class Agent {
     var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
     var activePerHost: [String: Int] = [:]
     var partsInUse: Set<String> = []
+    /// Destination folders already created, so each job does not walk the path with mkdir(2) again.
+    var knownFolders: Set<String> = []
     var nextJobID = 0
     var nextArrival = 0
     var handledFailure = false

@@ -16,67 +16,72 @@ struct Scheduler {
         var host: String
     }
 
-    var order: Config.Order
-    private var ready: [Entry] = []
-    private var waiting: [(entry: Entry, due: Int64)] = []
+    private(set) var order: Config.Order
+    private var ready: PriorityHeap<Entry>
+    private var waiting = PriorityHeap<(entry: Entry, due: Int64)> { $0.due < $1.due }
 
-    init(order: Config.Order = .fifo) { self.order = order }
+    init(order: Config.Order = .fifo) {
+        self.order = order
+        ready = PriorityHeap(precedes: Scheduler.precedence(order))
+    }
 
     var readyCount: Int { ready.count }
     var waitingCount: Int { waiting.count }
     var isEmpty: Bool { ready.isEmpty && waiting.isEmpty }
 
-    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        if a.priority != b.priority { return a.priority > b.priority }
-        if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
-        return a.unit.download < b.unit.download
+    private static func precedence(_ order: Config.Order) -> (Entry, Entry) -> Bool {
+        { a, b in
+            if a.priority != b.priority { return a.priority > b.priority }
+            if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
+            return a.unit.download < b.unit.download
+        }
     }
 
     mutating func enqueue(_ entry: Entry) {
-        var low = 0
-        var high = ready.count
-        while low < high {
-            let middle = (low + high) / 2
-            if precedes(ready[middle], entry) { low = middle + 1 } else { high = middle }
-        }
-        ready.insert(entry, at: low)
+        ready.push(entry)
     }
 
     /// Sets a unit aside until `due` (milliseconds on the caller's clock).
     mutating func enqueue(_ entry: Entry, due: Int64) {
-        waiting.append((entry, due))
+        waiting.push((entry, due))
     }
 
     /// Moves units whose time has come back into the ready queue.
     mutating func promote(now: Int64) {
-        guard waiting.contains(where: { $0.due <= now }) else { return }
-        let due = waiting.filter { $0.due <= now }
-        waiting.removeAll { $0.due <= now }
-        for item in due { enqueue(item.entry) }
+        while let next = waiting.first, next.due <= now {
+            waiting.pop()
+            ready.push(next.entry)
+        }
     }
 
     /// The earliest due time of a waiting unit.
-    var nextDue: Int64? { waiting.map(\.due).min() }
+    var nextDue: Int64? { waiting.first?.due }
 
     /// Removes and returns the first ready unit that `canStart` admits; units it refuses keep
     /// their place and do not block the ones behind them.
     mutating func nextRunnable(now: Int64, canStart: (Entry) -> Bool) -> Entry? {
         promote(now: now)
-        guard let index = ready.firstIndex(where: canStart) else { return nil }
-        return ready.remove(at: index)
+        var refused: [Entry] = []
+        defer { for entry in refused { ready.push(entry) } }
+        while let candidate = ready.pop() {
+            if canStart(candidate) { return candidate }
+            refused.append(candidate)
+        }
+        return nil
     }
 
     /// Forgets every unit of a job (cancelled or moved away).
     mutating func remove(job: Int) {
-        ready.removeAll { $0.unit.job == job }
-        waiting.removeAll { $0.entry.unit.job == job }
+        ready.filter { $0.unit.job != job }
+        waiting.filter { $0.entry.unit.job != job }
     }
 
     /// Re-sorts after an order change (config reload).
     mutating func reorder(_ newOrder: Config.Order) {
+        guard newOrder != order else { return }
         order = newOrder
-        let entries = ready
-        ready = []
-        for entry in entries { enqueue(entry) }
+        let entries = ready.elements
+        ready = PriorityHeap(precedes: Scheduler.precedence(newOrder))
+        for entry in entries { ready.push(entry) }
     }
 }

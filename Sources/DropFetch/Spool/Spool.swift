@@ -221,8 +221,10 @@ final class Spool {
         }
     }
 
+    /// Replaces a running job's state file. It is progress for `status` and the chosen file names for a
+    /// restart after a process crash; it is not fsynced (the `.part` data and resume record are the truth).
     func writeState(_ record: StatusRecord, for workName: String) throws(SystemError) {
-        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: durable)
+        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: false)
     }
 
     func readState(for workName: String) -> StatusRecord? {

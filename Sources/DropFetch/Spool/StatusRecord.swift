@@ -2,8 +2,8 @@ import Foundation
 
 /// The status file of DESIGN.md §3: `done|failed/<name>.status.json`, and while a job runs
 /// `work/<agent>/<name>.state.json` with `state: "running"`.
-public struct StatusRecord: Codable, Sendable, Equatable {
-    public enum State: String, Codable, Sendable {
+public struct StatusRecord: Decodable, Sendable, Equatable {
+    public enum State: String, Decodable, Sendable {
         case queued, running, waiting, done, failed, cancelled
     }
 
@@ -42,30 +42,41 @@ public struct StatusRecord: Codable, Sendable, Equatable {
         case attempts, downloads, error, folder, retryAt = "retry_at"
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(schema, forKey: .schema)
-        try container.encode(job, forKey: .job)
-        try container.encode(state, forKey: .state)
-        try container.encode(className, forKey: .className)
-        try container.encode(priority, forKey: .priority)
-        try container.encode(agent, forKey: .agent)
-        try container.encode(submitted, forKey: .submitted)
-        try container.encode(started, forKey: .started)
-        try container.encode(finished, forKey: .finished)
-        try container.encode(attempts, forKey: .attempts)
-        try container.encode(downloads, forKey: .downloads)
-        try container.encode(error, forKey: .error)
-        try container.encodeIfPresent(folder, forKey: .folder)
-        try container.encodeIfPresent(retryAt, forKey: .retryAt)
-    }
-
-    /// Pretty, key-sorted JSON with a final newline.
+    /// The JSON text with a final newline, keys in the order of DESIGN.md §3.
     public func encoded() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return Array("{}\n".utf8) }
-        return Array(data) + [0x0A]
+        var json = JSONText()
+        json.beginObject()
+        json.field("schema", schema)
+        json.field("job", job)
+        json.field("state", state.rawValue)
+        json.field("class", className)
+        json.field("priority", priority)
+        json.field("agent", agent)
+        json.field("submitted", submitted)
+        json.field("started", started)
+        json.field("finished", finished)
+        json.field("attempts", attempts)
+        json.beginArray("downloads")
+        for download in downloads {
+            json.beginObject()
+            json.field("url", download.url)
+            json.field("file", download.file)
+            json.field("state", download.state.rawValue)
+            json.field("bytes", download.bytes)
+            if let size = download.size { json.field("size", size) }
+            json.field("http_status", download.httpStatus)
+            json.field("resumed_from", download.resumedFrom)
+            json.field("sha256", download.sha256)
+            json.field("seconds", (download.seconds * 1000).rounded() / 1000)
+            json.field("error", failure: download.error)
+            json.endObject()
+        }
+        json.endArray()
+        json.field("error", failure: error)
+        if let folder { json.field("folder", folder) }
+        if let retryAt { json.field("retry_at", retryAt) }
+        json.endObject()
+        return json.bytes + [0x0A]
     }
 
     public static func decode(_ bytes: [UInt8]) -> StatusRecord? {
@@ -74,8 +85,8 @@ public struct StatusRecord: Codable, Sendable, Equatable {
 }
 
 /// One download's entry in a status or state file.
-public struct DownloadStatus: Codable, Sendable, Equatable {
-    public enum State: String, Codable, Sendable {
+public struct DownloadStatus: Decodable, Sendable, Equatable {
+    public enum State: String, Decodable, Sendable {
         case queued, running, waiting, done, failed, cancelled
     }
 
@@ -106,17 +117,4 @@ public struct DownloadStatus: Codable, Sendable, Equatable {
         case sha256, seconds, error
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(url, forKey: .url)
-        try container.encode(file, forKey: .file)
-        try container.encode(state, forKey: .state)
-        try container.encode(bytes, forKey: .bytes)
-        try container.encodeIfPresent(size, forKey: .size)
-        try container.encode(httpStatus, forKey: .httpStatus)
-        try container.encode(resumedFrom, forKey: .resumedFrom)
-        try container.encode(sha256, forKey: .sha256)
-        try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
-        try container.encode(error, forKey: .error)
-    }
 }

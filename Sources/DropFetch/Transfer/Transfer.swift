@@ -19,6 +19,7 @@ final class Transfer {
     private let file: FileDescriptor
     private let recordPath: String
     private var record: ResumeRecord?
+    private var recordIsSaved = true
     private var state = State.awaitingResponse
     /// The `Range` start sent with this request.
     let requestedOffset: Int64
@@ -36,7 +37,7 @@ final class Transfer {
         recordPath = ResumeRecord.path(forPart: request.partPath)
         file = try Transfer.openPart(request.partPath, mode: request.fileMode)
         let size = Int64(try file.status().st_size)
-        let saved = ResumeRecord.load(recordPath)
+        let saved = size > 0 ? ResumeRecord.load(recordPath) : nil
         if size > 0, let saved, saved.url == request.url, saved.size.map({ size <= $0 }) ?? true {
             requestedOffset = size
             record = saved
@@ -186,10 +187,22 @@ final class Transfer {
         total = size
         let fresh = ResumeRecord(url: request.url, etag: response["etag"],
                                  lastModified: response["last-modified"], size: size)
-        if fresh != record {
-            try fresh.save(to: recordPath, durable: request.durable)
-            record = fresh
-        }
+        guard fresh != record else { return }
+        record = fresh
+        recordIsSaved = false
+        // Small files are cheaper to fetch again than to describe: their record waits for the
+        // periodic refresh, which a transfer of under a second never reaches.
+        if (size ?? Int64.max) >= Transfer.recordThreshold { try saveRecord() }
+    }
+
+    /// Files at least this big get their resume record before the first body byte.
+    static let recordThreshold: Int64 = 1 << 20
+
+    /// Writes the resume record if the current one is not on disk yet (periodic refresh, stop).
+    func saveRecord() throws(SystemError) {
+        guard let record, !recordIsSaved else { return }
+        try record.save(to: recordPath, durable: request.durable)
+        recordIsSaved = true
     }
 
     private func rebuildDigests(length: Int64) throws(SystemError) {

@@ -1,0 +1,37 @@
+@testable import DropFetch
+import Foundation
+import Testing
+
+@Suite("Status record JSON")
+struct StatusRecordTests {
+    @Test("the written JSON parses, keeps nulls, escapes control characters and round-trips")
+    func roundTrip() throws {
+        var record = StatusRecord(job: "a \"quoted\"\n\u{1}.url", state: .failed, className: "iso", priority: -3,
+                                  agent: "host-a", submitted: "2026-11-21T22:00:00Z", attempts: 2)
+        var download = DownloadStatus(url: "https://***@example.org/ü.iso", file: "/srv/ü.iso", state: .failed)
+        download.bytes = 1234
+        download.httpStatus = 503
+        download.seconds = 1.23456
+        download.error = Failure(.httpStatus, "HTTP 503\tunavailable")
+        record.downloads = [download]
+        record.error = Failure(.httpStatus, "HTTP 503")
+
+        let bytes = record.encoded()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(object["started"] is NSNull)
+        #expect(object["class"] as? String == "iso")
+        let entry = try #require((object["downloads"] as? [[String: Any]])?.first)
+        #expect(entry["sha256"] is NSNull)
+        #expect(entry["http_status"] as? Int == 503)
+        #expect(entry["resumed_from"] as? Int == 0)
+        #expect(entry["seconds"] as? Double == 1.235)
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("\u{1}"))
+
+        let decoded = try #require(StatusRecord.decode(bytes))
+        #expect(decoded.job == record.job)
+        #expect(decoded.downloads.first?.error == download.error)
+        #expect(decoded.downloads.first?.url == download.url)
+        #expect(decoded.priority == -3)
+        #expect(decoded.error == record.error)
+    }
+}
