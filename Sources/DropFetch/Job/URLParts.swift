@@ -6,16 +6,20 @@ struct URLParts: Sendable, Equatable {
     var host: String
 
     init?(_ url: String) {
-        guard let separator = url.range(of: "://") else { return nil }
-        scheme = url[..<separator.lowerBound].lowercased()
-        var authority = url[separator.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            host = String(authority[...close]).lowercased()
+        let bytes = Array(url.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+              bytes[colon...].starts(with: "://".utf8) else { return nil }
+        scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
+        let start = colon + 3
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? bytes.count
+        var authority = bytes[start..<end]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        if authority.first == UInt8(ascii: "["), let close = authority.firstIndex(of: UInt8(ascii: "]")) {
+            host = String(decoding: authority[...close], as: UTF8.self).lowercased()
         } else {
-            host = String(authority.prefix { $0 != ":" }).lowercased()
+            host = String(decoding: authority.prefix { $0 != UInt8(ascii: ":") }, as: UTF8.self).lowercased()
         }
-        guard !scheme.isEmpty else { return nil }
     }
 
     /// fnmatch(3) glob match, as used by class rules (`*.iso`, `*.example.org`).

@@ -40,14 +40,12 @@ struct ContentRange: Sendable, Equatable {
 }
 
 extension StringProtocol {
+    /// Without leading and trailing spaces, tabs, CR and LF (header values, RFC 9110 §5.5).
     func trimmingWhitespace() -> String {
-        var scalars = Substring(self).unicodeScalars[...]
-        while let head = scalars.first, head == " " || head == "\t" || head == "\r" || head == "\n" {
-            scalars = scalars.dropFirst()
-        }
-        while let tail = scalars.last, tail == " " || tail == "\t" || tail == "\r" || tail == "\n" {
-            scalars = scalars.dropLast()
-        }
-        return String(String.UnicodeScalarView(scalars))
+        let bytes = Array(utf8)
+        func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        guard let first = bytes.firstIndex(where: { !isBlank($0) }),
+              let last = bytes.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

@@ -20,6 +20,8 @@ final class Transfer {
     private let recordPath: String
     private var record: ResumeRecord?
     private var recordIsSaved = true
+    /// Whether a resume record may exist on disk (loaded or written by this transfer).
+    private var recordOnDisk = false
     private var state = State.awaitingResponse
     /// The `Range` start sent with this request.
     let requestedOffset: Int64
@@ -35,16 +37,19 @@ final class Transfer {
     init(_ request: TransferRequest) throws {
         self.request = request
         recordPath = ResumeRecord.path(forPart: request.partPath)
-        file = try Transfer.openPart(request.partPath, mode: request.fileMode)
+        let (file, created) = try Transfer.openPart(request.partPath, mode: request.fileMode)
+        self.file = file
         let size = Int64(try file.status().st_size)
-        let saved = size > 0 ? ResumeRecord.load(recordPath) : nil
+        let saved = created ? nil : ResumeRecord.load(recordPath)
         if size > 0, let saved, saved.url == request.url, saved.size.map({ size <= $0 }) ?? true {
             requestedOffset = size
             record = saved
+            recordOnDisk = true
         } else {
             if size > 0 { try file.truncate(to: 0) }
             requestedOffset = 0
             record = nil
+            recordOnDisk = saved != nil
         }
         written = requestedOffset
         total = record?.size
@@ -53,16 +58,16 @@ final class Transfer {
     }
 
     /// New parts are created with O_EXCL; an existing one is reopened, never through a symlink.
-    private static func openPart(_ path: String, mode: UInt32) throws(SystemError) -> FileDescriptor {
+    private static func openPart(_ path: String, mode: UInt32) throws(SystemError) -> (FileDescriptor, created: Bool) {
         do {
-            return try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            return (try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode), true)
         } catch where error.code == EEXIST {
             let file = try FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK)
             let info = try file.status()
             guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
                 throw SystemError(code: EPERM, operation: "open (not a regular file)", path: path)
             }
-            return file
+            return (file, false)
         }
     }
 
@@ -203,6 +208,7 @@ final class Transfer {
         guard let record, !recordIsSaved else { return }
         try record.save(to: recordPath, durable: request.durable)
         recordIsSaved = true
+        recordOnDisk = true
     }
 
     private func rebuildDigests(length: Int64) throws(SystemError) {
@@ -269,7 +275,9 @@ final class Transfer {
 
     /// Removes the resume record once the data is complete or thrown away.
     func discardRecord() {
+        guard recordOnDisk else { return }
         try? FileSystem.removeIfPresent(recordPath)
+        recordOnDisk = false
     }
 }
 
