@@ -59,7 +59,24 @@ extension Agent {
 
     func entry(for job: Job, _ index: Int) -> Scheduler.Entry {
         Scheduler.Entry(unit: Scheduler.Unit(job: job.id, download: index), priority: job.record.priority,
-                        arrival: job.arrival, host: URLParts(job.downloads[index].currentURL)?.host ?? "")
+                        arrival: job.arrival, host: URLParts(job.downloads[index].currentURL)?.host ?? "",
+                        className: job.record.className)
+    }
+
+    /// After a config reload: jobs that have not started take the new classes and priorities,
+    /// and the queue is re-sorted (running and started jobs keep theirs).
+    func requeueUnstarted() {
+        for job in jobs.values where job.record.started == nil {
+            guard case .success(let found) = resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
+            job.record.className = found?.name ?? "default"
+            job.record.priority = job.spec.priority ?? found?.priority ?? 0
+        }
+        scheduler.rebuild(order: config.order) { [jobs] entry in
+            guard let job = jobs[entry.unit.job] else { return }
+            entry.priority = job.record.priority
+            entry.className = job.record.className
+        }
+        admission.limits = Admission.Limits(config)
     }
 
     /// First matching class (DESIGN.md §4); a job's `class=` picks one by name.
@@ -185,13 +202,13 @@ extension Agent {
 
     /// Rewrites `work/<agent>/<name>.state.json` of running jobs with their progress (about once a second).
     func refreshStateFiles() {
-        for (_, entry) in transfers {
-            try? entry.transfer.saveRecord()
-            guard let job = jobs[entry.unit.job] else { continue }
-            job.downloads[entry.unit.download].status.bytes = entry.transfer.written
-            job.downloads[entry.unit.download].status.size = entry.transfer.total
+        for (_, running) in transfers {
+            try? running.transfer.saveRecord()
+            guard let job = jobs[running.entry.unit.job] else { continue }
+            job.downloads[running.entry.unit.download].status.bytes = running.transfer.written
+            job.downloads[running.entry.unit.download].status.size = running.transfer.total
         }
-        let running = Set(transfers.values.map(\.unit.job))
+        let running = Set(transfers.values.map(\.entry.unit.job))
         for id in running {
             guard let job = jobs[id] else { continue }
             saveState(job)

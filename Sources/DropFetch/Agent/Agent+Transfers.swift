@@ -6,19 +6,12 @@ extension Agent {
     /// the same loop turn).
     func startRunnable() {
         let now = MonotonicClock.now()
-        while transfers.count < config.concurrency.total {
-            let perHost = config.concurrency.perHost
-            guard let entry = scheduler.nextRunnable(now: now, canStart: { candidate in
-                (activePerHost[candidate.host] ?? 0) < perHost && classHasRoom(candidate)
+        while admission.hasRoom {
+            guard let entry = scheduler.nextRunnable(now: now, canStart: { [admission] candidate in
+                admission.admits(host: candidate.host, className: candidate.className)
             }) else { return }
             start(entry)
         }
-    }
-
-    private func classHasRoom(_ entry: Scheduler.Entry) -> Bool {
-        guard let job = jobs[entry.unit.job], let limit = jobClass(of: job)?.maxActive else { return true }
-        let active = transfers.values.count { jobs[$0.unit.job]?.record.className == job.record.className }
-        return active < limit
     }
 
     private func start(_ entry: Scheduler.Entry) {
@@ -41,14 +34,12 @@ extension Agent {
         download.status.file = finalPath
         download.status.url = Redaction.url(download.currentURL)
         if download.mirror == 0, download.restarts == 0 { job.record.attempts += 1 }
-        let jobClass = jobClass(of: job)
         var request = TransferRequest(
             url: download.currentURL, partPath: Agent.partPath(for: finalPath),
             headers: download.spec.headers, checksum: download.spec.checksum,
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
             lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
         request.durable = config.fsync
-        request.maxReceiveSpeed = receiveSpeed(download: download.spec, jobClass: jobClass)
         let transfer: Transfer
         do {
             transfer = try Transfer(request)
@@ -60,8 +51,8 @@ extension Agent {
             return finish(job, index, failure: TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
                                                                retryAfter: nil, bytes: 0, resumedFrom: 0))
         }
-        transfers[transfer.easy.key] = (transfer, entry.unit)
-        activePerHost[entry.host, default: 0] += 1
+        transfers[transfer.easy.key] = (transfer, entry)
+        admission.started(host: entry.host, className: entry.className)
         partsInUse.insert(request.partPath)
         download.status.state = .running
         download.status.resumedFrom = transfer.requestedOffset
@@ -73,19 +64,32 @@ extension Agent {
         job.record.retryAt = nil
         if job.record.started == nil { job.record.started = Timestamp.now() }
         if firstChoice || transfer.requestedOffset > 0 { saveState(job) }
+        applyRateLimits()
         logger.debug("started", metadata: ["job": "\(job.record.job)", "url": "\(download.status.url)",
                                            "from": "\(transfer.requestedOffset)"])
     }
 
-    /// The per-transfer speed cap: the download's own limit, its class's and the global one shared out.
-    private func receiveSpeed(download: DownloadSpec, jobClass: Config.JobClass?) -> Int64 {
-        var limits: [Int64] = []
-        if let own = download.maxDownloadLimit, own > 0 { limits.append(own) }
-        if let classLimit = jobClass?.rateLimit, classLimit > 0 { limits.append(classLimit) }
-        if config.limits.rateLimit > 0 {
-            limits.append(max(1, config.limits.rateLimit / Int64(max(1, transfers.count + 1))))
+    /// Shares the bandwidth limits out among the running transfers (CURLOPT_MAX_RECV_SPEED_LARGE):
+    /// the global `rate_limit` and each class's divided evenly, a download's own limit on top.
+    /// Called whenever a transfer starts or ends, so the sums hold.
+    func applyRateLimits() {
+        let classRates = Dictionary(config.classes.compactMap { c in c.rateLimit.map { (c.name, $0) } }) { a, _ in a }
+        let anyLimit = config.limits.rateLimit > 0 || !classRates.isEmpty
+            || transfers.values.contains { jobs[$0.entry.unit.job]?.downloads[$0.entry.unit.download].spec.maxDownloadLimit != nil }
+        guard anyLimit || rateLimitsApplied else { return }
+        rateLimitsApplied = anyLimit
+        for running in transfers.values {
+            guard let job = jobs[running.entry.unit.job] else { continue }
+            var limits: [Int64] = []
+            if let own = job.downloads[running.entry.unit.download].spec.maxDownloadLimit, own > 0 { limits.append(own) }
+            if let rate = classRates[running.entry.className], rate > 0 {
+                limits.append(max(1, rate / Int64(max(1, admission.active(inClass: running.entry.className)))))
+            }
+            if config.limits.rateLimit > 0 {
+                limits.append(max(1, config.limits.rateLimit / Int64(transfers.count)))
+            }
+            try? running.transfer.easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: limits.min() ?? 0)
         }
-        return limits.min() ?? 0
     }
 
     /// Picks the final name in the destination under `on_conflict`, skipping names in use by others.
@@ -129,13 +133,12 @@ extension Agent {
 
     /// Handles a transfer libcurl reports as done.
     func complete(key: Int, result: CURLcode) {
-        guard let (transfer, unit) = transfers.removeValue(forKey: key) else { return }
+        guard let (transfer, running) = transfers.removeValue(forKey: key) else { return }
+        let unit = running.unit
         multi.remove(transfer.easy)
         partsInUse.remove(transfer.request.partPath)
-        if let host = URLParts(transfer.request.url)?.host {
-            activePerHost[host, default: 1] -= 1
-            if activePerHost[host] == 0 { activePerHost[host] = nil }
-        }
+        admission.finished(host: running.host, className: running.className)
+        applyRateLimits()
         guard let job = jobs[unit.job] else { return }
         let index = unit.download
         if let started = job.downloads[index].startedAt {
@@ -272,19 +275,19 @@ extension Agent {
 
     /// Aborts every transfer, keeping `.part` files and resume records for the next start.
     func stopTransfers() {
-        for (_, entry) in transfers {
-            multi.remove(entry.transfer.easy)
-            try? entry.transfer.syncData()
-            try? entry.transfer.saveRecord()
-            if let job = jobs[entry.unit.job] {
-                job.downloads[entry.unit.download].status.state = .queued
-                job.downloads[entry.unit.download].status.bytes = entry.transfer.written
+        for (_, running) in transfers {
+            multi.remove(running.transfer.easy)
+            try? running.transfer.syncData()
+            try? running.transfer.saveRecord()
+            if let job = jobs[running.entry.unit.job] {
+                job.downloads[running.entry.unit.download].status.state = .queued
+                job.downloads[running.entry.unit.download].status.bytes = running.transfer.written
             }
         }
-        let running = Set(transfers.values.map(\.unit.job))
+        let running = Set(transfers.values.map(\.entry.unit.job))
         transfers.removeAll()
         partsInUse.removeAll()
-        activePerHost.removeAll()
+        admission.reset()
         for id in running { if let job = jobs[id] { saveState(job) } }
     }
 }

@@ -45,16 +45,19 @@ public final class Agent {
     var scheduler: Scheduler
     private var watcher: InboxWatcher?
     private var signals: SignalSource?
+    private var configWatcher: ConfigWatcher?
     private var state = State.running
 
     var jobs: [Int: Job] = [:]
     var jobIDs: [String: Int] = [:]
     /// Running transfers by easy-handle key.
-    var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
-    var activePerHost: [String: Int] = [:]
+    var transfers: [Int: (transfer: Transfer, entry: Scheduler.Entry)] = [:]
+    var admission: Admission
     var partsInUse: Set<String> = []
     /// Destination folders already created, so each job does not walk the path with mkdir(2) again.
     var knownFolders: Set<String> = []
+    /// Whether some transfer got a speed cap, so that removing every limit resets them.
+    var rateLimitsApplied = false
     var nextJobID = 0
     var nextArrival = 0
     var handledFailure = false
@@ -73,6 +76,7 @@ public final class Agent {
         destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
         multi = try CurlMulti()
         scheduler = Scheduler(order: config.order)
+        admission = Admission(limits: Admission.Limits(config))
     }
 
     /// Runs until stopped (daemon) or until the work present at start is over (`once`).
@@ -82,6 +86,13 @@ public final class Agent {
             try FileSystem.makeDirectories(destinationRoot)
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
             if options.handleSignals { signals = try SignalSource() }
+            if !options.once, let path = options.configPath {
+                do {
+                    configWatcher = try ConfigWatcher(configPath: Agent.absolute(path))
+                } catch {
+                    logger.warning("config changes will need SIGHUP: \(error)")
+                }
+            }
         } catch {
             logger.critical("\(error)")
             return .spoolUnusable
@@ -100,6 +111,9 @@ public final class Agent {
         var descriptors: [curl_waitfd] = []
         if let watcher { descriptors.append(curl_waitfd(fd: watcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
         if let signals { descriptors.append(curl_waitfd(fd: signals.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
+        if let configWatcher {
+            descriptors.append(curl_waitfd(fd: configWatcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0))
+        }
         let onceDeadline = MonotonicClock.now() + Int64(config.onceWait.milliseconds)
         while true {
             if case .running = state { startRunnable() }
@@ -119,6 +133,7 @@ public final class Agent {
             }
             for (key, result) in multi.completed() { complete(key: key, result: result) }
             if let signals { handle(signals.drain()) }
+            if let configWatcher, configWatcher.drainChanged() { reloadConfig() }
             if let watcher {
                 let changes = watcher.drain()
                 for path in changes.arrived { claim(Spool.InboxEntry(relativePath: path, modified: 0)) }
@@ -180,16 +195,27 @@ public final class Agent {
     }
 
     /// Applies a new config to what has not started yet; a bad file keeps the running config.
+    /// Spool, destination and agent id need a restart; running transfers keep going.
     func reloadConfig() {
         guard let path = options.configPath else { return }
         do {
             var fresh = try ConfigLoader.load(path: path)
+            for (name, changed) in [("spool", fresh.spool != config.spool),
+                                    ("destination", fresh.destination != config.destination),
+                                    ("agent_id", fresh.agentID != config.agentID)] where changed {
+                logger.warning("config reload: \(name) changes only on restart")
+            }
             fresh.spool = config.spool
             fresh.agentID = config.agentID
             fresh.destination = config.destination
+            guard fresh != config else { return }
             config = fresh
-            scheduler.reorder(fresh.order)
-            logger.info("config reloaded from \(path)")
+            requeueUnstarted()
+            applyRateLimits()
+            logger.info("config reloaded from \(path)", metadata: [
+                "total": "\(fresh.concurrency.total)", "per_host": "\(fresh.concurrency.perHost)",
+                "classes": "\(fresh.classes.count)",
+            ])
         } catch {
             logger.error("config not reloaded, keeping the running one: \(error)")
         }

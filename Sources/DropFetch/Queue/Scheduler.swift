@@ -14,6 +14,7 @@ struct Scheduler {
         /// Monotonic arrival sequence of the job.
         var arrival: Int
         var host: String
+        var className: String = "default"
     }
 
     private(set) var order: Config.Order
@@ -76,12 +77,21 @@ struct Scheduler {
         waiting.filter { $0.entry.unit.job != job }
     }
 
-    /// Re-sorts after an order change (config reload).
-    mutating func reorder(_ newOrder: Config.Order) {
-        guard newOrder != order else { return }
+    /// Re-sorts every unit after a config reload: a new order, and each entry updated in place
+    /// (its class and priority looked up afresh).
+    mutating func rebuild(order newOrder: Config.Order, update: (inout Entry) -> Void) {
         order = newOrder
         let entries = ready.elements
         ready = PriorityHeap(precedes: Scheduler.precedence(newOrder))
-        for entry in entries { ready.push(entry) }
+        for var entry in entries {
+            update(&entry)
+            ready.push(entry)
+        }
+        let sleeping = waiting.elements
+        waiting = PriorityHeap { $0.due < $1.due }
+        for var item in sleeping {
+            update(&item.entry)
+            waiting.push(item)
+        }
     }
 }
