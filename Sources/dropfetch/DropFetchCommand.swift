@@ -8,7 +8,7 @@ struct DropFetchCommand: ParsableCommand {
         commandName: "dropfetch",
         abstract: "A watch-folder download agent: drop .url files into an inbox, get verified files.",
         version: DropFetchVersion.string,
-        subcommands: [Run.self, Check.self, Add.self])
+        subcommands: [Run.self, Check.self, Status.self, Add.self, Hold.self, Release.self, Cancel.self, Retry.self])
 }
 
 /// The `--config` option every command takes.
@@ -83,6 +83,67 @@ struct Add: ParsableCommand {
             throw ExitCode(2)
         }
     }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the queue, active downloads with progress, and recent results (read from the spool).")
+
+    @OptionGroup var options: ConfigOption
+    @Flag(help: "One JSON object: inbox, active, waiting, held, recent.") var json = false
+
+    func run() throws {
+        let status = SpoolStatus.read(config: try options.load())
+        print(json ? status.json() : status.text())
+    }
+}
+
+/// hold, release, cancel and retry: one job moved between the spool folders.
+protocol JobControlCommand: ParsableCommand {
+    static var action: SpoolControl.Action { get }
+    var options: ConfigOption { get }
+    var job: String { get }
+}
+
+extension JobControlCommand {
+    func run() throws {
+        let config = try options.load()
+        do {
+            print(try SpoolControl.perform(Self.action, job: job, config: config))
+        } catch {
+            printError("dropfetch: \(error)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct Hold: JobControlCommand {
+    static let configuration = CommandConfiguration(abstract: "Pause a job: move it to hold/ (its partial data is kept).")
+    static let action = SpoolControl.Action.hold
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "The job file's name, with or without .url.") var job: String
+}
+
+struct Release: JobControlCommand {
+    static let configuration = CommandConfiguration(abstract: "Resume a held job: move it from hold/ to the inbox.")
+    static let action = SpoolControl.Action.release
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "The job file's name, with or without .url.") var job: String
+}
+
+struct Cancel: JobControlCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Cancel a job: remove its partial data and file it in failed/ as cancelled.")
+    static let action = SpoolControl.Action.cancel
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "The job file's name, with or without .url.") var job: String
+}
+
+struct Retry: JobControlCommand {
+    static let configuration = CommandConfiguration(abstract: "Try a failed job again: move it back to the inbox.")
+    static let action = SpoolControl.Action.retry
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "The job file's name, with or without .url.") var job: String
 }
 
 func printError(_ message: String) {

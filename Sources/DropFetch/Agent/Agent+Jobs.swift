@@ -184,6 +184,7 @@ extension Agent {
     func recover() {
         let names = spool.ownJobs() + spool.adoptOrphans()
         for workName in names where jobIDs[workName] == nil {
+            crashPlan?.reach(.recovery)
             let previous = spool.readState(for: workName)
             let jobName = previous?.job ?? workName
             if let unfinished = spool.unfinishedFiling(of: workName, job: jobName) {
@@ -198,6 +199,37 @@ extension Agent {
             logger.info("resuming \(jobName) from an earlier run")
             admit(workName: workName, jobName: jobName, folder: previous?.folder ?? "", previous: previous)
         }
+    }
+
+    /// A job file left the work folder behind the agent's back (hold, cancel, `mv`, `rm`): its
+    /// transfers stop at once and it is forgotten. Partial data stays for a later resume, unless the
+    /// job file is gone from the spool altogether (deleted), when it is removed too.
+    func jobLeftWorkFolder(_ workName: String) {
+        guard let id = jobIDs[workName], let job = jobs[id] else { return }
+        // Our own filing, or a new job already claimed under the same name.
+        if FileSystem.exists(spool.work + "/" + workName) { return }
+        for (key, running) in transfers where running.entry.unit.job == id {
+            multi.remove(running.transfer.easy)
+            try? running.transfer.syncData()
+            try? running.transfer.saveRecord()
+            partsInUse.remove(running.transfer.request.partPath)
+            admission.finished(host: running.entry.host, className: running.entry.className)
+            transfers[key] = nil
+        }
+        scheduler.remove(job: id)
+        jobs[id] = nil
+        jobIDs[workName] = nil
+        try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: workName))
+        let held = spool.locate(job.record.job) != nil || spool.locate(workName) != nil
+        if !held {
+            for download in job.downloads where download.status.state != .done {
+                if let final = download.finalPath { Agent.discardPartial(Agent.partPath(for: final)) }
+            }
+        }
+        logger.info("job left the work folder, transfers stopped", metadata: [
+            "job": "\(job.record.job)", "partial_data": "\(held ? "kept" : "removed")",
+        ])
+        applyRateLimits()
     }
 
     /// Rewrites `work/<agent>/<name>.state.json` of running jobs with their progress (about once a second).

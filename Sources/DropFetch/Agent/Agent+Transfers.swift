@@ -42,7 +42,7 @@ extension Agent {
         request.durable = config.fsync
         let transfer: Transfer
         do {
-            transfer = try Transfer(request)
+            transfer = try Transfer(request, crashPlan: crashPlan)
             try multi.add(transfer.easy)
         } catch {
             knownFolders.removeAll()
@@ -172,6 +172,7 @@ extension Agent {
         var target = job.downloads[index].finalPath ?? part
         do throws(SystemError) {
             try transfer.syncData()
+            crashPlan?.reach(.dataComplete)
             switch config.onConflict {
             case .overwrite:
                 try FileSystem.rename(part, to: target)
@@ -210,6 +211,7 @@ extension Agent {
         status.error = nil
         job.downloads[index].status = status
         job.downloads[index].finalPath = target
+        crashPlan?.reach(.published)
         if job.isFinished { fileJob(job) } else { saveState(job) }
     }
 

@@ -46,7 +46,10 @@ public final class Agent {
     private var watcher: InboxWatcher?
     private var signals: SignalSource?
     private var configWatcher: ConfigWatcher?
+    private var workWatcher: WorkFolderWatcher?
     private var state = State.running
+    /// Debug builds only: where to die for the crash-matrix tests.
+    let crashPlan = CrashPlan.fromEnvironment()
 
     var jobs: [Int: Job] = [:]
     var jobIDs: [String: Int] = [:]
@@ -73,6 +76,7 @@ public final class Agent {
         agentID = config.agentID ?? Agent.hostName()
         let root = Agent.absolute(config.spool)
         spool = Spool(root: root, agentID: agentID, durable: config.fsync)
+        spool.crashPlan = crashPlan
         destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
         multi = try CurlMulti()
         scheduler = Scheduler(order: config.order)
@@ -85,6 +89,7 @@ public final class Agent {
             try spool.open()
             try FileSystem.makeDirectories(destinationRoot)
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
+            workWatcher = try WorkFolderWatcher(folder: spool.work)
             if options.handleSignals { signals = try SignalSource() }
             if !options.once, let path = options.configPath {
                 do {
@@ -111,6 +116,9 @@ public final class Agent {
         var descriptors: [curl_waitfd] = []
         if let watcher { descriptors.append(curl_waitfd(fd: watcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
         if let signals { descriptors.append(curl_waitfd(fd: signals.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
+        if let workWatcher {
+            descriptors.append(curl_waitfd(fd: workWatcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0))
+        }
         if let configWatcher {
             descriptors.append(curl_waitfd(fd: configWatcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0))
         }
@@ -134,6 +142,9 @@ public final class Agent {
             for (key, result) in multi.completed() { complete(key: key, result: result) }
             if let signals { handle(signals.drain()) }
             if let configWatcher, configWatcher.drainChanged() { reloadConfig() }
+            if let workWatcher {
+                for name in workWatcher.drainDeparted() { jobLeftWorkFolder(name) }
+            }
             if let watcher {
                 let changes = watcher.drain()
                 for path in changes.arrived { claim(Spool.InboxEntry(relativePath: path, modified: 0)) }
@@ -240,6 +251,7 @@ public final class Agent {
             return
         }
         guard let workName else { return }
+        crashPlan?.reach(.claimed)
         logger.debug("claimed \(entry.relativePath)")
         admit(workName: workName, jobName: entry.name, folder: entry.folder, previous: nil)
     }

@@ -25,6 +25,7 @@ final class Spool {
     let work: String
     let workRoot: String
     private var lock: FileDescriptor?
+    var crashPlan: CrashPlan?
 
     init(root: String, agentID: String, durable: Bool) {
         self.root = root
@@ -130,6 +131,7 @@ final class Spool {
             let jobPath = folder + "/" + candidate
             if FileSystem.exists(jobPath) || FileSystem.exists(statusPath) { continue }
             try writeNew(bytes, to: statusPath)
+            crashPlan?.reach(.statusWritten)
             do {
                 try FileSystem.renameNoReplace(source, to: jobPath)
             } catch where error.code == EEXIST {
@@ -159,6 +161,38 @@ final class Spool {
             try? FileSystem.removeIfPresent(temp)
             throw error
         }
+    }
+
+    /// Where a job file of this name is now, outside the work folders (hold/, failed/, done/, inbox/).
+    func locate(_ name: String) -> String? {
+        [hold, failed, done, inbox].map { $0 + "/" + name }.first(where: FileSystem.exists)
+    }
+
+    /// Moves a job file from anywhere in the spool into done/ or failed/ beside its status record
+    /// (the finish protocol of `file(_:as:status:)`, for the CLI's `cancel`).
+    @discardableResult
+    func file(path source: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
+        let folder = outcome == .done ? done : failed
+        let bytes = status.encoded()
+        for candidate in Spool.candidateNames(status.job) {
+            let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
+            let jobPath = folder + "/" + candidate
+            if FileSystem.exists(jobPath) || FileSystem.exists(statusPath) { continue }
+            try writeNew(bytes, to: statusPath)
+            do {
+                try FileSystem.renameNoReplace(source, to: jobPath)
+            } catch {
+                try? FileSystem.unlink(statusPath)
+                if error.code == EEXIST { continue }
+                throw error
+            }
+            if durable {
+                try FileSystem.syncDirectory(folder)
+                try FileSystem.syncDirectory(FileSystem.directoryName(of: source))
+            }
+            return jobPath
+        }
+        throw SystemError(code: EEXIST, operation: "file", path: source)
     }
 
     /// Job files in this agent's work folder, left by an earlier run of it.
@@ -221,10 +255,10 @@ final class Spool {
         }
     }
 
-    /// Replaces a running job's state file. It is progress for `status` and the chosen file names for a
-    /// restart after a process crash; it is not fsynced (the `.part` data and resume record are the truth).
+    /// Replaces a running job's state file: progress for `status`, and the chosen file names, attempts
+    /// and retry schedule for a restart.
     func writeState(_ record: StatusRecord, for workName: String) throws(SystemError) {
-        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: false)
+        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: durable)
     }
 
     func readState(for workName: String) -> StatusRecord? {

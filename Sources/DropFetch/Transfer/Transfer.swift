@@ -32,10 +32,12 @@ final class Transfer {
     private var sha256 = Digest(.sha256)
     private var checksumDigest: Digest?
     private var response = ResponseHeaders()
+    private let crashPlan: CrashPlan?
 
     /// Opens or creates the `.part` file and prepares the request; does not start it.
-    init(_ request: TransferRequest) throws {
+    init(_ request: TransferRequest, crashPlan: CrashPlan? = nil) throws {
         self.request = request
+        self.crashPlan = crashPlan
         recordPath = ResumeRecord.path(forPart: request.partPath)
         let (file, created) = try Transfer.openPart(request.partPath, mode: request.fileMode)
         self.file = file
@@ -142,6 +144,7 @@ final class Transfer {
         sha256.update(data)
         checksumDigest?.update(data)
         written += Int64(data.count)
+        crashPlan?.reach(.midTransfer)
         return true
     }
 
