@@ -40,6 +40,11 @@ extension Agent {
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
             lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
         request.durable = config.fsync
+        request.maxRedirects = config.maxRedirects
+        request.timeout = config.limits.timeout
+        request.blockPrivateAddresses = config.blockPrivateAddresses
+        request.minFreeSpace = config.limits.minFreeSpace
+        request.fileMode = config.fileMode
         let transfer: Transfer
         do {
             transfer = try Transfer(request, crashPlan: crashPlan)
@@ -170,6 +175,10 @@ extension Agent {
     private func publish(_ transfer: Transfer, _ result: TransferResult, _ job: Job, _ index: Int) {
         let part = transfer.request.partPath
         var target = job.downloads[index].finalPath ?? part
+        if config.contentDisposition, job.downloads[index].spec.out == nil,
+           let header = result.contentDisposition, let name = FileName.fromContentDisposition(header) {
+            target = FileSystem.directoryName(of: target) + "/" + name
+        }
         do throws(SystemError) {
             try transfer.syncData()
             crashPlan?.reach(.dataComplete)
@@ -242,6 +251,7 @@ extension Agent {
             "job": "\(job.record.job)", "url": "\(Redaction.url(download.currentURL))",
         ])
         if kind != .exists, kind != .noSpace, download.mirror + 1 < download.spec.urls.count {
+            logger.info("trying the next mirror", metadata: ["job": "\(job.record.job)"])
             download.mirror += 1
             download.status.state = .queued
             job.downloads[index] = download
@@ -249,7 +259,8 @@ extension Agent {
             return
         }
         download.mirror = 0
-        if retryable, job.record.attempts < policy.attempts, !options.onceGivesUp {
+        // A full disk is waited out (backing off), however many attempts that takes.
+        if retryable, !failure.isFinal, job.record.attempts < policy.attempts || kind == .noSpace {
             let delay = Backoff.delay(attempt: job.record.attempts, policy: policy, retryAfter: failure.retryAfter,
                                       jitter: Double.random(in: 0..<1))
             download.status.state = .waiting
@@ -292,9 +303,4 @@ extension Agent {
         admission.reset()
         for id in running { if let job = jobs[id] { saveState(job) } }
     }
-}
-
-extension Agent.Options {
-    /// Reserved: a `--once` run keeps retrying within `once_wait`; later retries stay queued.
-    var onceGivesUp: Bool { false }
 }

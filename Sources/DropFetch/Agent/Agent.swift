@@ -66,6 +66,7 @@ public final class Agent {
     var handledFailure = false
     private var lastStateRefresh: Int64 = 0
     private var lastScan: Int64 = 0
+    private var lastCleanup = MonotonicClock.now()
 
     /// Prepares the agent; nothing touches the disk or the network until `run()`.
     public init(config: Config, options: Options = Options(), logger: Logger) throws {
@@ -106,6 +107,8 @@ public final class Agent {
             "agent": "\(agentID)", "spool": "\(spool.root)", "destination": "\(destinationRoot)",
             "mode": "\(options.once ? "once" : "daemon")",
         ])
+        let stale = spool.removeStaleTemporaries()
+        if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
         recover()
         claimInbox()
         lastScan = MonotonicClock.now()
@@ -181,6 +184,10 @@ public final class Agent {
         if now - lastStateRefresh >= 1000 {
             lastStateRefresh = now
             refreshStateFiles()
+        }
+        if now - lastCleanup >= 3_600_000 {
+            lastCleanup = now
+            spool.removeStaleTemporaries()
         }
         if !options.once, config.scanInterval > .zero, now - lastScan >= Int64(config.scanInterval.milliseconds) {
             lastScan = now

@@ -29,6 +29,11 @@ public struct Config: Sendable, Equatable {
         public var lowSpeed = LowSpeed()
         /// Bytes per second for all transfers together; 0 means none.
         public var rateLimit: Int64 = 0
+        /// A download whose size is known waits instead of starting if it would leave less free
+        /// space than this on the destination; 0 means no check.
+        public var minFreeSpace: Int64 = 0
+        /// Longest time one attempt may take (CURLOPT_TIMEOUT_MS); zero means no limit.
+        public var timeout: Duration = .zero
         public init() {}
     }
 
@@ -88,6 +93,12 @@ public struct Config: Sendable, Equatable {
     public var hooks = Hooks()
     public var metricsFile: String?
     public var logLevel: LogLevel = .info
+    /// CURLOPT_MAXREDIRS: more redirects than this fail with `redirect`.
+    public var maxRedirects = 10
+    /// Refuse loopback, private, link-local and unspecified addresses at connect time.
+    public var blockPrivateAddresses = false
+    /// Permission bits of downloaded files.
+    public var fileMode: UInt32 = 0o644
 
     public init() {}
 }

@@ -15,7 +15,7 @@ public enum ConfigLoader {
     static let topLevelKeys = [
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "classes", "hooks",
-        "metrics_file", "log_level",
+        "metrics_file", "log_level", "max_redirects", "block_private_addresses", "file_mode",
     ]
 
     /// Reads and validates the file at `path`.
@@ -75,6 +75,9 @@ public enum ConfigLoader {
             case "hooks": config.hooks = try hooks(field)
             case "metrics_file": config.metricsFile = try field.optionalFilePath()
             case "log_level": config.logLevel = try field.choice(Config.LogLevel.allCases)
+            case "max_redirects": config.maxRedirects = try field.int(minimum: 0)
+            case "block_private_addresses": config.blockPrivateAddresses = try field.bool()
+            case "file_mode": config.fileMode = try fileMode(field)
             default: break  // entries(known:) refused every other key
             }
         }
@@ -82,6 +85,19 @@ public enum ConfigLoader {
             config.classes = try jobClasses(classes, retry: config.retry)
         }
         return config
+    }
+
+    /// `file_mode`: octal permission bits for downloaded files, written `0644` (quoted or not).
+    static func fileMode(_ field: ConfigField) throws(ConfigError) -> UInt32 {
+        let text = try field.string()
+        let digits = text.hasPrefix("0o") ? String(text.dropFirst(2)) : text
+        guard !digits.isEmpty, digits.count <= 4, let mode = UInt32(digits, radix: 8), mode <= 0o777 else {
+            throw field.error("expected octal permission bits such as 0644, got '\(text)'")
+        }
+        guard mode & 0o600 == 0o600 else {
+            throw field.error("file_mode \(text) must let the owner read and write (0600)")
+        }
+        return mode
     }
 
     /// `agent_id` names the folder `work/<agent>/`, so it must be one plain path component.
@@ -148,7 +164,8 @@ public enum ConfigLoader {
 
     static func limits(_ field: ConfigField) throws(ConfigError) -> Config.Limits {
         var limits = Config.Limits()
-        let keys = ["max_file_size", "max_job_file_size", "connect_timeout", "low_speed", "rate_limit"]
+        let keys = ["max_file_size", "max_job_file_size", "connect_timeout", "low_speed", "rate_limit",
+                    "min_free_space", "timeout"]
         for (key, field) in try field.entries(known: keys) {
             switch key {
             case "max_file_size": limits.maxFileSize = try field.size(minimum: 1)
@@ -156,6 +173,8 @@ public enum ConfigLoader {
             case "connect_timeout": limits.connectTimeout = try field.duration(minimum: .milliseconds(1))
             case "low_speed": limits.lowSpeed = try lowSpeed(field)
             case "rate_limit": limits.rateLimit = try field.size()
+            case "min_free_space": limits.minFreeSpace = try field.size()
+            case "timeout": limits.timeout = try field.duration()
             default: break
             }
         }

@@ -195,6 +195,33 @@ final class Spool {
         throw SystemError(code: EEXIST, operation: "file", path: source)
     }
 
+    /// Removes dot-temp files (`.x.tmp`, `.x.status.json.123.tmp`) left in the spool folders by writers
+    /// or by a crash, once they are older than `age` seconds. Returns how many were removed.
+    @discardableResult
+    func removeStaleTemporaries(olderThan age: Int64 = 86_400) -> Int {
+        let now = Int64(time(nil))
+        var removed = 0
+        var folders = [inbox, hold, done, failed, work]
+        var index = 0
+        while index < folders.count {
+            let folder = folders[index]
+            index += 1
+            for entry in (try? FileSystem.entries(of: folder)) ?? [] {
+                let path = folder + "/" + entry.name
+                if folder.hasPrefix(inbox), !entry.name.hasPrefix("."),
+                   entry.isDirectory ?? FileSystem.isDirectory(path), folders.count < 10_000 {
+                    folders.append(path)
+                    continue
+                }
+                guard entry.name.hasPrefix("."), entry.name.hasSuffix(".tmp"),
+                      let info = try? FileSystem.lstatus(path), (info.st_mode & S_IFMT) == S_IFREG,
+                      now - Int64(info.st_mtim.tv_sec) > age else { continue }
+                if (try? FileSystem.unlink(path)) != nil { removed += 1 }
+            }
+        }
+        return removed
+    }
+
     /// Job files in this agent's work folder, left by an earlier run of it.
     func ownJobs() -> [String] {
         ((try? FileSystem.entries(of: work)) ?? []).map(\.name).filter(Spool.isJobName).sorted()

@@ -32,6 +32,8 @@ final class Transfer {
     private var sha256 = Digest(.sha256)
     private var checksumDigest: Digest?
     private var response = ResponseHeaders()
+    /// The address refused by `block_private_addresses`, if one was.
+    private var blockedAddress: String?
     private let crashPlan: CrashPlan?
 
     /// Opens or creates the `.part` file and prepares the request; does not start it.
@@ -59,18 +61,35 @@ final class Transfer {
         try configure()
     }
 
-    /// New parts are created with O_EXCL; an existing one is reopened, never through a symlink.
+    /// New parts are created with O_EXCL and the configured mode (fchmod(2), whatever the umask);
+    /// an existing one is reopened, never through a symlink. Anything planted under the `.part` name
+    /// that is not a plain file of ours (a symlink, a FIFO, a hard link) is unlinked, not followed.
     private static func openPart(_ path: String, mode: UInt32) throws(SystemError) -> (FileDescriptor, created: Bool) {
-        do {
-            return (try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode), true)
-        } catch where error.code == EEXIST {
-            let file = try FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK)
-            let info = try file.status()
-            guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
-                throw SystemError(code: EPERM, operation: "open (not a regular file)", path: path)
+        for _ in 0..<3 {
+            do {
+                let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+                _ = try retryingEINTR("fchmod", path) { fchmod(file.rawValue, mode_t(mode)) }
+                return (file, true)
+            } catch where error.code == EEXIST {
+                if let info = try? FileSystem.lstatus(path), (info.st_mode & S_IFMT) != S_IFREG || info.st_nlink != 1 {
+                    try FileSystem.unlink(path)
+                    continue
+                }
+                do {
+                    let file = try FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK)
+                    let info = try file.status()
+                    guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
+                        try FileSystem.unlink(path)
+                        continue
+                    }
+                    return (file, false)
+                } catch where error.code == ELOOP || error.code == ENOENT {
+                    try? FileSystem.unlink(path)
+                    continue
+                }
             }
-            return (file, false)
         }
+        throw SystemError(code: EEXIST, operation: "open (something keeps replacing the part file)", path: path)
     }
 
     private func configure() throws {
@@ -89,6 +108,11 @@ final class Transfer {
             try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, request.lowSpeed.duration.milliseconds / 1000))
         }
         try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: request.maxFileSize)
+        if request.timeout > .zero { try easy.set(CURLOPT_TIMEOUT_MS, request.timeout.milliseconds) }
+        if request.blockPrivateAddresses {
+            try easy.setOpenSocket(transferOpenSocketCallback)
+            try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
+        }
         if request.maxReceiveSpeed > 0 {
             try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: request.maxReceiveSpeed)
         }
@@ -148,6 +172,30 @@ final class Transfer {
         return true
     }
 
+    /// CURLOPT_OPENSOCKETFUNCTION: opens the socket unless the address is blocked.
+    fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let family = address.pointee.family
+        let blocked = withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
+            AddressPolicy.isBlocked(family: family, address: UnsafeRawPointer(pointer))
+        }
+        if blocked {
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
+                let raw = UnsafeRawPointer(pointer)
+                if family == AF_INET {
+                    var ip = raw.loadUnaligned(as: sockaddr_in.self).sin_addr
+                    _ = inet_ntop(AF_INET, &ip, &text, socklen_t(text.count))
+                } else if family == AF_INET6 {
+                    var ip = raw.loadUnaligned(as: sockaddr_in6.self).sin6_addr
+                    _ = inet_ntop(AF_INET6, &ip, &text, socklen_t(text.count))
+                }
+            }
+            blockedAddress = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return CURL_SOCKET_BAD
+        }
+        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    }
+
     private func decide(status: Int) -> Bool {
         let decision = ResumeDecision.decide(
             status: status, contentRange: response["content-range"],
@@ -159,6 +207,15 @@ final class Transfer {
                 if let size, size > request.maxFileSize {
                     state = .failed(Failure(.tooLarge, "server announced \(size) bytes, over max_file_size"))
                     return false
+                }
+                if let size, request.minFreeSpace > 0 {
+                    let folder = FileSystem.directoryName(of: request.partPath)
+                    let free = try FileSystem.availableBytes(at: folder)
+                    if free - (size - offset) < request.minFreeSpace {
+                        state = .failed(Failure(.noSpace, "\(size - offset) more bytes would leave less than "
+                            + "min_free_space (\(request.minFreeSpace)) free in \(folder)"))
+                        return false
+                    }
                 }
                 try begin(at: offset, total: size)
                 state = .writing
@@ -239,6 +296,11 @@ final class Transfer {
         case .alreadyComplete:
             return complete(httpStatus: status)
         case .awaitingResponse, .writing:
+            if let blockedAddress {
+                return .failed(TransferFailure(
+                    failure: Failure(.network, "refused to connect to \(blockedAddress): a private or local address (block_private_addresses)"),
+                    httpStatus: nil, retryAfter: nil, bytes: written, resumedFrom: requestedOffset, isFinal: true))
+            }
             if code != CURLE_OK {
                 let error = CurlError(code, detail: easy.errorDetail.map { Redaction.url($0) })
                 return .failed(TransferFailure(failure: Failure(error.kind, error.description),
@@ -268,7 +330,8 @@ final class Transfer {
             }
         }
         return .completed(TransferResult(bytes: written, sha256: digest, httpStatus: httpStatus,
-                                         resumedFrom: requestedOffset))
+                                         resumedFrom: requestedOffset,
+                                         contentDisposition: response["content-disposition"]))
     }
 
     /// Makes the data durable before the rename that publishes it (fsync(2)).
@@ -289,6 +352,11 @@ private let transferHeaderCallback: dfc_data_callback = { pointer, size, count, 
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     return transfer.receiveHeader(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
+}
+
+private let transferOpenSocketCallback: dfc_opensocket_callback = { context, _, address in
+    guard let context, let address else { return CURL_SOCKET_BAD }
+    return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().openSocket(address)
 }
 
 private let transferWriteCallback: dfc_data_callback = { pointer, size, count, context in

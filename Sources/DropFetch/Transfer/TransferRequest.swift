@@ -15,6 +15,11 @@ struct TransferRequest: Sendable {
     var maxRedirects = 10
     var durable = true
     var fileMode: UInt32 = 0o644
+    /// CURLOPT_TIMEOUT_MS for the whole attempt; zero means none.
+    var timeout: Duration = .zero
+    var blockPrivateAddresses = false
+    /// Free space the destination must keep after this file (`limits.min_free_space`).
+    var minFreeSpace: Int64 = 0
 }
 
 /// How one attempt ended.
@@ -30,6 +35,8 @@ struct TransferResult: Sendable, Equatable {
     var sha256: String
     var httpStatus: Int
     var resumedFrom: Int64
+    /// The final response's `Content-Disposition`, for `content_disposition: true`.
+    var contentDisposition: String?
 }
 
 struct TransferFailure: Sendable, Equatable {
@@ -39,4 +46,6 @@ struct TransferFailure: Sendable, Equatable {
     var retryAfter: Duration?
     var bytes: Int64
     var resumedFrom: Int64
+    /// Not worth a retry of the same URL (a refused address); other mirrors may still be tried.
+    var isFinal = false
 }
