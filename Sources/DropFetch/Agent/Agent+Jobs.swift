@@ -149,7 +149,7 @@ extension Agent {
         logger.warning("job failed: \(failure.message)", metadata: ["job": "\(record.job)", "kind": "\(failure.kind.rawValue)"])
         handledFailure = true
         do {
-            try spool.file(workName, as: .failed, status: record)
+            announce(record, filedAt: try spool.file(workName, as: .failed, status: record))
         } catch {
             logger.error("cannot file \(workName) in failed/: \(error)")
         }
@@ -171,13 +171,30 @@ extension Agent {
         let outcome: Spool.Outcome = failures.isEmpty ? .done : .failed
         if outcome == .failed { handledFailure = true }
         do {
-            try spool.file(job.workName, as: outcome, status: record)
+            let filed = try spool.file(job.workName, as: outcome, status: record)
             logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
+            announce(record, filedAt: filed)
         } catch {
             logger.error("cannot file \(job.workName): \(error)")
         }
         jobs[job.id] = nil
         jobIDs[job.workName] = nil
+        if jobs.isEmpty, let idle = config.hooks.onIdle {
+            hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
+        }
+    }
+
+    /// Runs `hooks.on_done` or `hooks.on_failed` for a filed job (DESIGN.md §4).
+    private func announce(_ record: StatusRecord, filedAt path: String) {
+        let done = record.state == .done
+        guard let hook = done ? config.hooks.onDone : config.hooks.onFailed else { return }
+        let files = record.downloads.filter { $0.state == .done }.compactMap(\.file)
+        hooks.run(hook, event: done ? "on_done" : "on_failed", environment: [
+            "DROPFETCH_JOB": record.job, "DROPFETCH_STATE": record.state.rawValue,
+            "DROPFETCH_STATUS_FILE": FileSystem.directoryName(of: path) + "/"
+                + Spool.statusName(forJob: FileSystem.baseName(of: path)),
+            "DROPFETCH_FILES": files.joined(separator: "\n"),
+        ])
     }
 
     /// Re-adopts this agent's work folder and any dead agent's, resuming from what is on disk.

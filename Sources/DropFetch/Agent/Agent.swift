@@ -50,6 +50,7 @@ public final class Agent {
     private var state = State.running
     /// Debug builds only: where to die for the crash-matrix tests.
     let crashPlan = CrashPlan.fromEnvironment()
+    let hooks: HookRunner
 
     var jobs: [Int: Job] = [:]
     var jobIDs: [String: Int] = [:]
@@ -78,6 +79,7 @@ public final class Agent {
         let root = Agent.absolute(config.spool)
         spool = Spool(root: root, agentID: agentID, durable: config.fsync)
         spool.crashPlan = crashPlan
+        hooks = HookRunner(logger: logger)
         destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
         multi = try CurlMulti()
         scheduler = Scheduler(order: config.order)
@@ -116,24 +118,13 @@ public final class Agent {
     }
 
     private func loop() -> ExitStatus {
-        var descriptors: [curl_waitfd] = []
-        if let watcher { descriptors.append(curl_waitfd(fd: watcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
-        if let signals { descriptors.append(curl_waitfd(fd: signals.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)) }
-        if let workWatcher {
-            descriptors.append(curl_waitfd(fd: workWatcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0))
-        }
-        if let configWatcher {
-            descriptors.append(curl_waitfd(fd: configWatcher.fileDescriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0))
-        }
-        let onceDeadline = MonotonicClock.now() + Int64(config.onceWait.milliseconds)
+        let ownDescriptors = [watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
+                              configWatcher?.fileDescriptor].compactMap { $0 }
+        var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         while true {
             if case .running = state { startRunnable() }
             if case .stopping = state, transfers.isEmpty { break }
-            if options.once, transfers.isEmpty {
-                if scheduler.readyCount == 0, scheduler.nextDue.map({ $0 > max(onceDeadline, MonotonicClock.now() + Int64(config.onceWait.milliseconds)) }) ?? true {
-                    break
-                }
-            }
+            if options.once, onceRunIsOver() { break }
             do {
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
                 try multi.perform()
@@ -158,6 +149,14 @@ public final class Agent {
         return finalStatus()
     }
 
+    /// `run --once` ends when nothing runs or is ready and no retry comes due within `once_wait`;
+    /// later retries stay in work/ with their due time for the next run.
+    private func onceRunIsOver() -> Bool {
+        guard transfers.isEmpty, scheduler.readyCount == 0 else { return false }
+        guard let due = scheduler.nextDue else { return true }
+        return due > MonotonicClock.now() + Int64(config.onceWait.milliseconds)
+    }
+
     private func finalStatus() -> ExitStatus {
         if case .stopping = state {
             logger.info("stopped; unfinished jobs stay in \(spool.work)")
@@ -180,6 +179,7 @@ public final class Agent {
     }
 
     private func housekeeping() {
+        hooks.reap()
         let now = MonotonicClock.now()
         if now - lastStateRefresh >= 1000 {
             lastStateRefresh = now

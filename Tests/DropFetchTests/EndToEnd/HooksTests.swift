@@ -1,0 +1,44 @@
+import DropFetch
+import Foundation
+import Testing
+
+/// `hooks`: argv programs run when a job is done, fails, or the queue drains.
+@Suite("Hooks, end to end")
+struct HooksTests {
+    @Test("on_done, on_failed and on_idle run with the DROPFETCH_* environment, without a shell")
+    func hooksRun() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(3_000, seed: 60)
+        server.serve("/ok.bin", body: body)
+        let fixture = try SpoolFixture()
+        let record = fixture.root.path + "/hooks"
+        try FileManager.default.createDirectory(atPath: record, withIntermediateDirectories: true)
+        // A script stands in for the user's notifier; it records the environment it was given.
+        let script = record + "/hook.sh"
+        try #"env | grep '^DROPFETCH_' | sort > "$1/$2.$DROPFETCH_JOB.env""#.write(toFile: script, atomically: false, encoding: .utf8)
+        try fixture.writeConfig("""
+            hooks:
+              on_done: [/bin/sh, \(script), \(record), done]
+              on_failed: [/bin/sh, \(script), \(record), failed]
+              on_idle: [/usr/bin/touch, \(record)/idle]
+
+            """)
+        try fixture.drop("ok.url", server.url("/ok.bin") + "\n")
+        try fixture.drop("bad.url", server.url("/missing.bin") + "\n")
+
+        #expect(try fixture.runOnce() == 1)
+
+        #expect(!fixture.log.contains("could not start"), "\(fixture.log)")
+        let doneFile = record + "/done.ok.url.env"
+        let failedFile = record + "/failed.bad.url.env"
+        #expect(try waitUntil { FileManager.default.fileExists(atPath: doneFile) && FileManager.default.fileExists(atPath: failedFile) && FileManager.default.fileExists(atPath: record + "/idle") })
+        let done = try String(contentsOfFile: doneFile, encoding: .utf8)
+        #expect(done.contains("DROPFETCH_JOB=ok.url"))
+        #expect(done.contains("DROPFETCH_STATE=done"))
+        #expect(done.contains("DROPFETCH_STATUS_FILE=\(fixture.spool)/done/ok.status.json"))
+        #expect(done.contains("DROPFETCH_FILES=\(fixture.destination)/ok.bin"))
+        let failed = try String(contentsOfFile: failedFile, encoding: .utf8)
+        #expect(failed.contains("DROPFETCH_STATE=failed"))
+        #expect(failed.contains("DROPFETCH_STATUS_FILE=\(fixture.spool)/failed/bad.status.json"))
+    }
+}
