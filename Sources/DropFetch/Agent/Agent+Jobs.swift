@@ -150,6 +150,7 @@ extension Agent {
         handledFailure = true
         do {
             announce(record, filedAt: try spool.file(workName, as: .failed, status: record))
+            metrics?.jobsFiled["failed", default: 0] += 1
         } catch {
             logger.error("cannot file \(workName) in failed/: \(error)")
         }
@@ -174,6 +175,8 @@ extension Agent {
             let filed = try spool.file(job.workName, as: outcome, status: record)
             logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
             announce(record, filedAt: filed)
+            metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
+            metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
         } catch {
             logger.error("cannot file \(job.workName): \(error)")
         }

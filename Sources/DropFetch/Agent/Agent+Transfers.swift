@@ -269,6 +269,7 @@ extension Agent {
             job.record.retryAt = Timestamp.format(seconds: wallDue)
             scheduler.enqueue(entry(for: job, index), due: MonotonicClock.now() + Int64(delay.milliseconds))
             logger.info("retry in \(delay.milliseconds) ms", metadata: ["job": "\(job.record.job)"])
+            metrics?.retries += 1
             saveState(job)
             return
         }

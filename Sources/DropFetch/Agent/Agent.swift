@@ -51,6 +51,7 @@ public final class Agent {
     /// Debug builds only: where to die for the crash-matrix tests.
     let crashPlan = CrashPlan.fromEnvironment()
     let hooks: HookRunner
+    var metrics: MetricsFile?
 
     var jobs: [Int: Job] = [:]
     var jobIDs: [String: Int] = [:]
@@ -80,6 +81,8 @@ public final class Agent {
         spool = Spool(root: root, agentID: agentID, durable: config.fsync)
         spool.crashPlan = crashPlan
         hooks = HookRunner(logger: logger)
+        let id = agentID
+        metrics = config.metricsFile.map { MetricsFile(path: Agent.absolute($0), agent: id) }
         destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
         multi = try CurlMulti()
         scheduler = Scheduler(order: config.order)
@@ -157,7 +160,16 @@ public final class Agent {
         return due > MonotonicClock.now() + Int64(config.onceWait.milliseconds)
     }
 
+    func writeMetrics() {
+        do {
+            try metrics?.write(active: transfers.count, ready: scheduler.readyCount, waiting: scheduler.waitingCount)
+        } catch {
+            logger.warning("cannot write metrics_file: \(error)")
+        }
+    }
+
     private func finalStatus() -> ExitStatus {
+        writeMetrics()
         if case .stopping = state {
             logger.info("stopped; unfinished jobs stay in \(spool.work)")
             return .success
@@ -184,6 +196,7 @@ public final class Agent {
         if now - lastStateRefresh >= 1000 {
             lastStateRefresh = now
             refreshStateFiles()
+            writeMetrics()
         }
         if now - lastCleanup >= 3_600_000 {
             lastCleanup = now

@@ -42,3 +42,25 @@ struct HooksTests {
         #expect(failed.contains("DROPFETCH_STATUS_FILE=\(fixture.spool)/failed/bad.status.json"))
     }
 }
+
+@Suite("Metrics file, end to end")
+struct MetricsFileTests {
+    @Test("metrics_file holds Prometheus counters of filed jobs and bytes")
+    func metricsWritten() throws {
+        let server = try TestHTTPServer()
+        server.serve("/m.bin", body: TestHTTPServer.randomBytes(7_000, seed: 61))
+        let fixture = try SpoolFixture()
+        let path = fixture.root.path + "/dropfetch.prom"
+        try fixture.writeConfig("metrics_file: \(path)\n")
+        try fixture.drop("m.url", server.url("/m.bin") + "\n")
+        try fixture.drop("x.url", server.url("/nothing") + "\n")
+
+        #expect(try fixture.runOnce() == 1)
+
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains(#"dropfetch_jobs_total{agent="test-agent",state="done"} 1"#))
+        #expect(text.contains(#"dropfetch_jobs_total{agent="test-agent",state="failed"} 1"#))
+        #expect(text.contains(#"dropfetch_downloaded_bytes_total{agent="test-agent"} 7000"#))
+        #expect(text.contains("# TYPE dropfetch_transfers_active gauge"))
+    }
+}
