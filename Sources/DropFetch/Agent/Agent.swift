@@ -204,7 +204,7 @@ public final class Agent {
         }
         if !options.once, config.scanInterval > .zero, now - lastScan >= Int64(config.scanInterval.milliseconds) {
             lastScan = now
-            claimInbox()
+            claimInbox(settled: true)
         }
     }
 
@@ -254,9 +254,15 @@ public final class Agent {
 
     // MARK: - Inbox
 
-    private func claimInbox() {
-        let entries = spool.scanInbox().sorted {
+    /// Claims every job in the inbox, oldest first. A periodic rescan (`settled`) leaves files
+    /// modified in the last two seconds to their inotify event: a writer may still be at work.
+    private func claimInbox(settled: Bool = false) {
+        var entries = spool.scanInbox().sorted {
             ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath)
+        }
+        if settled {
+            let cutoff = (Int64(time(nil)) - 2) * 1_000_000_000
+            entries.removeAll { $0.modified > cutoff }
         }
         for entry in entries { claim(entry) }
     }
