@@ -119,33 +119,13 @@ final class Spool {
         String(name.dropLast(4)) + ".state.json"
     }
 
-    /// The finish protocol: status file written atomically into done/ or failed/, then the job file
-    /// renamed beside it, then both folders synced. Returns the record's path.
+    /// The finish protocol for a job of this agent: status file written atomically into done/ or
+    /// failed/, then the job file renamed beside it, then both folders synced; the state file goes.
     @discardableResult
     func file(_ workName: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
-        let folder = outcome == .done ? done : failed
-        let source = work + "/" + workName
-        let bytes = status.encoded()
-        for candidate in Spool.candidateNames(status.job) {
-            let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
-            let jobPath = folder + "/" + candidate
-            if FileSystem.exists(jobPath) || FileSystem.exists(statusPath) { continue }
-            try writeNew(bytes, to: statusPath)
-            crashPlan?.reach(.statusWritten)
-            do {
-                try FileSystem.renameNoReplace(source, to: jobPath)
-            } catch where error.code == EEXIST {
-                try? FileSystem.unlink(statusPath)
-                continue
-            }
-            try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
-            if durable {
-                try FileSystem.syncDirectory(folder)
-                try FileSystem.syncDirectory(work)
-            }
-            return jobPath
-        }
-        throw SystemError(code: EEXIST, operation: "file", path: source)
+        let filed = try file(path: work + "/" + workName, as: outcome, status: status)
+        try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
+        return filed
     }
 
     /// Writes a file that must not exist yet: temp (O_EXCL) → fsync → rename without replacing.
@@ -168,8 +148,8 @@ final class Spool {
         [hold, failed, done, inbox].map { $0 + "/" + name }.first(where: FileSystem.exists)
     }
 
-    /// Moves a job file from anywhere in the spool into done/ or failed/ beside its status record
-    /// (the finish protocol of `file(_:as:status:)`, for the CLI's `cancel`).
+    /// Moves a job file from anywhere in the spool into done/ or failed/ beside its status record,
+    /// never replacing a record (`x.url`, else `x.1.url`, …).
     @discardableResult
     func file(path source: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
         let folder = outcome == .done ? done : failed
@@ -179,6 +159,7 @@ final class Spool {
             let jobPath = folder + "/" + candidate
             if FileSystem.exists(jobPath) || FileSystem.exists(statusPath) { continue }
             try writeNew(bytes, to: statusPath)
+            crashPlan?.reach(.statusWritten)
             do {
                 try FileSystem.renameNoReplace(source, to: jobPath)
             } catch {
