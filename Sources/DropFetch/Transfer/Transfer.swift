@@ -29,8 +29,8 @@ final class Transfer {
     private(set) var written: Int64 = 0
     /// The full size of the file, once the server has said it.
     private(set) var total: Int64?
-    private var sha256 = Digest(.sha256)
-    private var checksumDigest: Digest?
+    /// Hashes the `.part` file beside the transfer; nil until the response is accepted.
+    private var digester: FileDigester?
     private var response = ResponseHeaders()
     /// The address refused by `block_private_addresses`, if one was.
     private var blockedAddress: String?
@@ -165,9 +165,8 @@ final class Transfer {
             state = .failed(Failure(kind, error.description))
             return false
         }
-        sha256.update(data)
-        checksumDigest?.update(data)
         written += Int64(data.count)
+        digester?.advance(to: written)
         crashPlan?.reach(.midTransfer)
         return true
     }
@@ -220,7 +219,7 @@ final class Transfer {
                 try begin(at: offset, total: size)
                 state = .writing
             case .alreadyComplete:
-                try rebuildDigests(length: requestedOffset)
+                try startDigester(available: requestedOffset)
                 state = .alreadyComplete
                 return false
             case .restart(let reason):
@@ -242,13 +241,12 @@ final class Transfer {
         if offset == 0 {
             if written > 0 { try file.truncate(to: 0) }
             try file.seek(to: 0)
-            sha256 = Digest(.sha256)
-            checksumDigest = request.checksum.map { Digest($0.algorithm) }
             written = 0
         } else {
-            try rebuildDigests(length: offset)
             try file.seek(to: offset)
+            written = offset
         }
+        try startDigester(available: written)
         total = size
         let fresh = ResumeRecord(url: request.url, etag: response["etag"],
                                  lastModified: response["last-modified"], size: size)
@@ -271,13 +269,11 @@ final class Transfer {
         recordOnDisk = true
     }
 
-    private func rebuildDigests(length: Int64) throws(SystemError) {
-        sha256 = Digest(.sha256)
-        checksumDigest = request.checksum.map { Digest($0.algorithm) }
-        let reader = try FileDescriptor.open(request.partPath, flags: O_RDONLY | O_NOFOLLOW)
-        try sha256.update(from: reader, length: length)
-        if let checksumDigest { try checksumDigest.update(from: reader, length: length) }
-        written = length
+    /// A fresh digester for the data from byte 0; the part's first `available` bytes are valid
+    /// (a resumed prefix, hashed in the background while the rest arrives).
+    private func startDigester(available: Int64) throws(SystemError) {
+        digester = nil
+        digester = try FileDigester(path: request.partPath, checksum: request.checksum?.algorithm, available: available)
     }
 
     // MARK: - Completion
@@ -320,9 +316,16 @@ final class Transfer {
     }
 
     private func complete(httpStatus: Int) -> TransferOutcome {
-        let digest = sha256.finalize()
+        let digests: (sha256: String, extra: String?)
+        switch digester?.finish(size: written) ?? .failure(SystemError(code: EIO, operation: "hash", path: request.partPath)) {
+        case .success(let values): digests = values
+        case .failure(let error):
+            return .failed(TransferFailure(failure: Failure(.internal, error.description), httpStatus: httpStatus,
+                                           retryAfter: nil, bytes: written, resumedFrom: requestedOffset))
+        }
+        let digest = digests.sha256
         if let checksum = request.checksum {
-            let actual = checksum.algorithm == .sha256 ? digest : (checksumDigest?.finalize() ?? "")
+            let actual = checksum.algorithm == .sha256 ? digest : (digests.extra ?? "")
             if actual != checksum.hex {
                 return .failed(TransferFailure(
                     failure: Failure(.checksumMismatch, "\(checksum.algorithm.rawValue) is \(actual), expected \(checksum.hex)"),

@@ -1,0 +1,134 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// Hashes a `.part` file on a worker thread as it grows, so SHA-256 (about 1.8 GB/s) runs beside
+/// the transfer instead of after it in the event loop. Measured with `make bench` on a 2 GiB file:
+/// hashing in the write callback made dropfetch 1.48× curl's time (3.44 s against 2.33 s), which
+/// matches SHA-256's cost; this is the one thread of the core, and it only reads the file.
+///
+/// The event loop calls `advance(to:)` after each write and `finish(size:)` once; the worker reads
+/// with pread(2) on its own descriptor. It sleeps on an eventfd(2) when it has caught up.
+final class FileDigester {
+    /// Everything the worker touches; the event loop reads `result` only after joining.
+    private final class Shared: @unchecked Sendable {
+        let file: FileDescriptor
+        let wakeup: FileDescriptor
+        let sha256 = Digest(.sha256)
+        let extra: Digest?
+        /// Bytes of the file that hold valid data and may be hashed.
+        let watermark: Atomic<Int64>
+        let finished = Atomic<Bool>(false)
+        let cancelled = Atomic<Bool>(false)
+        let sleeping = Atomic<Bool>(false)
+        /// Written by the worker before it ends.
+        var result: Result<(sha256: String, extra: String?), SystemError>?
+
+        init(file: FileDescriptor, wakeup: FileDescriptor, extra: Checksum.Algorithm?, start: Int64) {
+            self.file = file
+            self.wakeup = wakeup
+            self.extra = extra.flatMap { $0 == .sha256 ? nil : Digest($0) }
+            watermark = Atomic(start)
+        }
+    }
+
+    private let shared: Shared
+    private var thread: pthread_t?
+
+    /// Starts hashing `path` from its first byte; `available` bytes are already valid.
+    init(path: String, checksum: Checksum.Algorithm?, available: Int64) throws(SystemError) {
+        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW)
+        let fd = try retryingEINTR("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }
+        shared = Shared(file: file, wakeup: FileDescriptor(rawValue: fd, path: "eventfd"), extra: checksum,
+                        start: available)
+        var handle = pthread_t()
+        let context = Unmanaged.passRetained(shared).toOpaque()
+        let status = pthread_create(&handle, nil, { raw in
+            let shared = Unmanaged<Shared>.fromOpaque(raw!).takeRetainedValue()
+            FileDigester.work(shared)
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<Shared>.fromOpaque(context).release()
+            throw SystemError(code: status, operation: "pthread_create", path: path)
+        }
+        thread = handle
+    }
+
+    /// A digester given up (the data was thrown away) stops without reading further.
+    deinit {
+        shared.cancelled.store(true, ordering: .sequentiallyConsistent)
+        _ = join()
+    }
+
+    /// Tells the worker that the file now holds `size` valid bytes.
+    func advance(to size: Int64) {
+        shared.watermark.store(size, ordering: .sequentiallyConsistent)
+        if shared.sleeping.load(ordering: .sequentiallyConsistent) { wake() }
+    }
+
+    /// Waits for the worker to hash the first `size` bytes and returns the lower-case hex digests:
+    /// SHA-256, and the job's `checksum=` algorithm when that is another one.
+    func finish(size: Int64) -> Result<(sha256: String, extra: String?), SystemError> {
+        advance(to: size)
+        return join() ?? .failure(SystemError(code: EIO, operation: "hash (worker ended early)", path: shared.file.path))
+    }
+
+    private func join() -> Result<(sha256: String, extra: String?), SystemError>? {
+        guard let handle = thread else { return shared.result }
+        thread = nil
+        shared.finished.store(true, ordering: .sequentiallyConsistent)
+        wake()
+        pthread_join(handle, nil)
+        return shared.result
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(shared.wakeup.rawValue, &one, 8)
+    }
+
+    /// The worker: hash up to the watermark, sleep when caught up, stop when finished.
+    private static func work(_ shared: Shared) {
+        var hashed: Int64 = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while !shared.cancelled.load(ordering: .sequentiallyConsistent) {
+            let target = shared.watermark.load(ordering: .sequentiallyConsistent)
+            if hashed < target {
+                let want = Int(min(Int64(chunk.count), target - hashed))
+                let got = chunk.withUnsafeMutableBytes { buffer -> Int in
+                    var count = 0
+                    repeat { count = pread(shared.file.rawValue, buffer.baseAddress, want, off_t(hashed)) }
+                    while count < 0 && dfl_errno() == EINTR
+                    if count > 0 {
+                        let data = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                        shared.sha256.update(data)
+                        shared.extra?.update(data)
+                    }
+                    return count
+                }
+                if got <= 0 {
+                    let code = got == 0 ? EIO : dfl_errno()
+                    shared.result = .failure(SystemError(code: code, operation: "read (hashing)", path: shared.file.path))
+                    return
+                }
+                hashed += Int64(got)
+                continue
+            }
+            if shared.finished.load(ordering: .sequentiallyConsistent) {
+                if hashed >= shared.watermark.load(ordering: .sequentiallyConsistent) {
+                    shared.result = .success((shared.sha256.finalize(), shared.extra?.finalize()))
+                    return
+                }
+                continue
+            }
+            shared.sleeping.store(true, ordering: .sequentiallyConsistent)
+            if hashed == shared.watermark.load(ordering: .sequentiallyConsistent),
+               !shared.finished.load(ordering: .sequentiallyConsistent) {
+                var value: UInt64 = 0
+                _ = Glibc.read(shared.wakeup.rawValue, &value, 8)
+            }
+            shared.sleeping.store(false, ordering: .sequentiallyConsistent)
+        }
+    }
+}
