@@ -29,8 +29,17 @@ final class Transfer {
     private(set) var written: Int64 = 0
     /// The full size of the file, once the server has said it.
     private(set) var total: Int64?
-    /// Hashes the `.part` file beside the transfer; nil until the response is accepted.
-    private var digester: FileDigester?
+    /// How the data is hashed; nil until the response is accepted.
+    private var hashing: Hashing?
+
+    /// Small files are hashed in the write callback; big ones and resumed prefixes by a worker thread.
+    private enum Hashing {
+        case inline(sha256: Digest, extra: Digest?)
+        case background(FileDigester)
+    }
+
+    /// Below this known size a worker thread costs more than it saves.
+    static let backgroundHashingThreshold: Int64 = 8 << 20
     private var response = ResponseHeaders()
     /// The address refused by `block_private_addresses`, if one was.
     private var blockedAddress: String?
@@ -166,7 +175,15 @@ final class Transfer {
             return false
         }
         written += Int64(data.count)
-        digester?.advance(to: written)
+        switch hashing {
+        case .inline(let sha256, let extra)?:
+            sha256.update(data)
+            extra?.update(data)
+        case .background(let digester)?:
+            digester.advance(to: written)
+        case nil:
+            break
+        }
         crashPlan?.reach(.midTransfer)
         return true
     }
@@ -246,8 +263,8 @@ final class Transfer {
             try file.seek(to: offset)
             written = offset
         }
-        try startDigester(available: written)
         total = size
+        try startDigester(available: written)
         let fresh = ResumeRecord(url: request.url, etag: response["etag"],
                                  lastModified: response["last-modified"], size: size)
         guard fresh != record else { return }
@@ -272,8 +289,13 @@ final class Transfer {
     /// A fresh digester for the data from byte 0; the part's first `available` bytes are valid
     /// (a resumed prefix, hashed in the background while the rest arrives).
     private func startDigester(available: Int64) throws(SystemError) {
-        digester = nil
-        digester = try FileDigester(path: request.partPath, checksum: request.checksum?.algorithm, available: available)
+        hashing = nil
+        let algorithm = request.checksum?.algorithm
+        if available == 0, let total, total < Transfer.backgroundHashingThreshold {
+            hashing = .inline(sha256: Digest(.sha256), extra: algorithm.flatMap { $0 == .sha256 ? nil : Digest($0) })
+        } else {
+            hashing = .background(try FileDigester(path: request.partPath, checksum: algorithm, available: available))
+        }
     }
 
     // MARK: - Completion
@@ -317,7 +339,13 @@ final class Transfer {
 
     private func complete(httpStatus: Int) -> TransferOutcome {
         let digests: (sha256: String, extra: String?)
-        switch digester?.finish(size: written) ?? .failure(SystemError(code: EIO, operation: "hash", path: request.partPath)) {
+        let outcome: Result<(sha256: String, extra: String?), SystemError>
+        switch hashing {
+        case .inline(let sha256, let extra)?: outcome = .success((sha256.finalize(), extra?.finalize()))
+        case .background(let digester)?: outcome = digester.finish(size: written)
+        case nil: outcome = .failure(SystemError(code: EIO, operation: "hash (no response accepted)", path: request.partPath))
+        }
+        switch outcome {
         case .success(let values): digests = values
         case .failure(let error):
             return .failed(TransferFailure(failure: Failure(.internal, error.description), httpStatus: httpStatus,
