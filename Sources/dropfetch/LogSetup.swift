@@ -16,10 +16,29 @@ struct StderrLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var line = journal ? "<\(StderrLogHandler.priority(event.level))>" : "\(Timestamp.now()) \(event.level) "
-        line += "\(event.message)"
+        line += StderrLogHandler.escaped("\(event.message)")
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        for key in merged.keys.sorted() { line += " \(key)=\(merged[key]!)" }
+        for key in merged.keys.sorted() { line += " \(key)=" + StderrLogHandler.escaped("\(merged[key]!)") }
         FileHandleStream.write(line + "\n", to: 2)
+    }
+
+    /// `text` with C0 controls (LF and TAB included), DEL and C1 controls written as `\u{…}`, so a job
+    /// file's name or a server's text can neither forge a log line nor drive the terminal (ANSI escapes).
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                result.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
+            } else {
+                result.append(scalar)
+            }
+        }
+        return String(result)
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     static func priority(_ level: Logger.Level) -> Int {

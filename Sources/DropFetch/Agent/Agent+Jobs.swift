@@ -124,8 +124,12 @@ extension Agent {
         }
     }
 
+    /// `.<file>.part` beside the final file; a final name over 200 bytes is shortened first
+    /// (`FileName.shortened`), so that the part, its `.json` record and that record's temp file
+    /// stay within NAME_MAX (255 bytes) even for a 255-byte final name.
     static func partPath(for finalPath: String) -> String {
-        FileSystem.directoryName(of: finalPath) + "/." + FileSystem.baseName(of: finalPath) + ".part"
+        let name = FileName.shortened(FileSystem.baseName(of: finalPath), maxBytes: 200)
+        return FileSystem.directoryName(of: finalPath) + "/." + name + ".part"
     }
 
     static func sha256(ofFile path: String) throws(SystemError) -> String {

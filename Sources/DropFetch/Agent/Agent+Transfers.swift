@@ -128,12 +128,22 @@ extension Agent {
         jobClass(of: job)?.destination.map(Agent.absolute) ?? destinationRoot
     }
 
-    /// `x.iso`, `x.1.iso`, `x.2.iso`, …
+    /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within
+    /// `FileName.maxBytes` (NAME_MAX) when `name` is already that long.
     static func nameVariants(_ name: String) -> some Sequence<String> {
         let dot = name.dropFirst().firstIndex(of: ".")
-        let stem = dot.map { String(name[..<$0]) } ?? name
-        let suffix = dot.map { String(name[$0...]) } ?? ""
-        return (0..<10_000).lazy.map { $0 == 0 ? name : "\(stem).\($0)\(suffix)" }
+        var stem = dot.map { String(name[..<$0]) } ?? name
+        var suffix = dot.map { String(name[$0...]) } ?? ""
+        if suffix.utf8.count > FileName.maxBytes / 2 {
+            stem = name
+            suffix = ""
+        }
+        return (0..<10_000).lazy.map { number in
+            guard number > 0 else { return name }
+            let marker = ".\(number)"
+            let room = FileName.maxBytes - marker.utf8.count - suffix.utf8.count
+            return FileName.prefix(stem, maxBytes: room) + marker + suffix
+        }
     }
 
     /// Handles a transfer libcurl reports as done.

@@ -80,6 +80,31 @@ public enum FileName {
 
     // MARK: - Truncation
 
+    /// The longest prefix of `text` of at most `maxBytes` UTF-8 bytes that ends on a Character boundary.
+    static func prefix(_ text: String, maxBytes: Int) -> String {
+        var kept = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > maxBytes { break }
+            kept.append(character)
+            used += size
+        }
+        return kept
+    }
+
+    /// `name` itself when it has at most `maxBytes` UTF-8 bytes; else its start followed by `~` and the
+    /// 8 hex digits of its FNV-1a hash, `maxBytes` long at most, so that long names stay distinct and
+    /// names derived from them (`.<name>.part.json`, `<name>.status.json` and their temp files) fit NAME_MAX.
+    static func shortened(_ name: String, maxBytes: Int) -> String {
+        guard name.utf8.count > maxBytes else { return name }
+        var hash: UInt32 = 0x811C_9DC5
+        for byte in name.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+        let digits = String(hash, radix: 16)
+        let tag = "~" + String(repeating: "0", count: 8 - digits.count) + digits
+        return prefix(name, maxBytes: maxBytes - tag.utf8.count) + tag
+    }
+
     /// Cuts `name` to ``maxBytes`` UTF-8 bytes on a Character boundary, keeping its extension.
     static func truncated(_ name: String) -> String {
         guard name.utf8.count > maxBytes else { return name }

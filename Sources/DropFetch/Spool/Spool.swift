@@ -106,9 +106,12 @@ final class Spool {
     }
 
     /// `x.url`, `x.1.url`, `x.2.url`, …: record names that never overwrite (invariant 5).
+    ///
+    /// A stem over 200 bytes is shortened (`FileName.shortened`) so that `<stem>.N.status.json` and
+    /// its temp file fit NAME_MAX; the status file's `job` keeps the name as dropped.
     static func candidateNames(_ name: String) -> some Sequence<String> {
-        let stem = String(name.dropLast(4))
-        return (0..<100_000).lazy.map { $0 == 0 ? name : "\(stem).\($0).url" }
+        let stem = FileName.shortened(String(name.dropLast(4)), maxBytes: 200)
+        return (0..<100_000).lazy.map { $0 == 0 ? stem + ".url" : "\(stem).\($0).url" }
     }
 
     static func statusName(forJob name: String) -> String {

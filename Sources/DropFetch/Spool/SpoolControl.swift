@@ -73,7 +73,7 @@ public enum SpoolControl {
                 let fileName = download.out ?? FileName.fromURL(download.urls[0])
                 for destination in destinations {
                     let part = Agent.partPath(for: destination + (download.dir.map { "/" + $0 } ?? "") + "/" + fileName)
-                    if let saved = ResumeRecord.load(ResumeRecord.path(forPart: part)), download.urls.contains(saved.url) {
+                    if let saved = ResumeRecord.load(ResumeRecord.path(forPart: part)), download.urls.map(Redaction.url).contains(saved.url) {
                         parts.append(part)
                     }
                 }

@@ -54,7 +54,7 @@ final class Transfer {
         self.file = file
         let size = Int64(try file.status().st_size)
         let saved = created ? nil : ResumeRecord.load(recordPath)
-        if size > 0, let saved, saved.url == request.url, saved.size.map({ size <= $0 }) ?? true {
+        if size > 0, let saved, saved.url == Redaction.url(request.url), saved.size.map({ size <= $0 }) ?? true {
             requestedOffset = size
             record = saved
             recordOnDisk = true
@@ -265,7 +265,7 @@ final class Transfer {
         }
         total = size
         try startDigester(available: written)
-        let fresh = ResumeRecord(url: request.url, etag: response["etag"],
+        let fresh = ResumeRecord(url: Redaction.url(request.url), etag: response["etag"],
                                  lastModified: response["last-modified"], size: size)
         guard fresh != record else { return }
         record = fresh
@@ -321,7 +321,7 @@ final class Transfer {
             }
             if code != CURLE_OK {
                 let error = CurlError(code, detail: easy.errorDetail.map { Redaction.url($0) })
-                return .failed(TransferFailure(failure: Failure(error.kind, error.description),
+                return .failed(TransferFailure(failure: classify(error),
                                                httpStatus: httpStatus, retryAfter: nil,
                                                bytes: written, resumedFrom: requestedOffset))
             }
@@ -335,6 +335,22 @@ final class Transfer {
             }
             return complete(httpStatus: status)
         }
+    }
+
+    /// The failure for a libcurl error, judged with the response seen so far: a malformed URL
+    /// after a 3xx is the server's bad `Location` (`redirect`), not the job's; running out of
+    /// memory (libcurl < 8.6) or CURLE_TOO_LARGE after a status line means the server's header
+    /// block exceeded libcurl's 100 KB limit (`network`), not that the host is short of memory.
+    private func classify(_ error: CurlError) -> Failure {
+        let status = response.status
+        guard case .awaitingResponse = state, status != 0 else { return Failure(error.kind, error.description) }
+        if error.curlCode == CURLE_URL_MALFORMAT, (300...399).contains(status) {
+            return Failure(.redirect, "HTTP \(status) with an unusable Location: \(error.description)")
+        }
+        if error.curlCode == CURLE_OUT_OF_MEMORY || error.code == 100 {
+            return Failure(.network, "HTTP \(status) with headers over libcurl's limit: \(error.description)")
+        }
+        return Failure(error.kind, error.description)
     }
 
     private func complete(httpStatus: Int) -> TransferOutcome {
