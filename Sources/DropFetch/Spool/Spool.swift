@@ -133,9 +133,8 @@ final class Spool {
 
     /// Writes a file that must not exist yet: temp (O_EXCL) → fsync → rename without replacing.
     private func writeNew(_ bytes: [UInt8], to path: String) throws(SystemError) {
-        let temp = FileSystem.directoryName(of: path) + "/." + FileSystem.baseName(of: path) + ".\(getpid()).tmp"
-        try? FileSystem.removeIfPresent(temp)
-        let file = try FileDescriptor.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
+        let temp = AtomicFile.tempPath(for: path)
+        let file = try AtomicFile.createExclusive(temp, mode: 0o644)
         do {
             try file.write(bytes)
             if durable { try file.sync() }
@@ -160,8 +159,11 @@ final class Spool {
         for candidate in Spool.candidateNames(status.job) {
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = folder + "/" + candidate
-            if FileSystem.exists(jobPath) || FileSystem.exists(statusPath) { continue }
-            try writeNew(bytes, to: statusPath)
+            do {
+                try writeNew(bytes, to: statusPath)
+            } catch where error.code == EEXIST {
+                continue
+            }
             crashPlan?.reach(.statusWritten)
             do {
                 try FileSystem.renameNoReplace(source, to: jobPath)

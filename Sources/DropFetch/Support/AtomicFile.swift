@@ -3,12 +3,18 @@ import Glibc
 /// Writes whole files so that readers see the old content or the new, never a mix:
 /// temp file with O_EXCL → write → fsync → rename → fsync the folder.
 enum AtomicFile {
+    /// This process's id, for temp names that concurrent agents on one spool do not share.
+    private static let processID = getpid()
+
+    /// The hidden temp name beside `path`.
+    static func tempPath(for path: String) -> String {
+        FileSystem.directoryName(of: path) + "/." + FileSystem.baseName(of: path) + ".\(processID).tmp"
+    }
+
     static func write(_ bytes: [UInt8], to path: String, durable: Bool, mode: UInt32 = 0o644) throws(SystemError) {
-        let folder = FileSystem.directoryName(of: path)
-        let temp = folder + "/." + FileSystem.baseName(of: path) + ".\(getpid()).tmp"
-        try? FileSystem.removeIfPresent(temp)
+        let temp = tempPath(for: path)
         do {
-            let file = try FileDescriptor.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            let file = try createExclusive(temp, mode: mode)
             try file.write(bytes)
             if durable { try file.sync() }
             try FileSystem.rename(temp, to: path)
@@ -16,6 +22,17 @@ enum AtomicFile {
             try? FileSystem.removeIfPresent(temp)
             throw error
         }
-        if durable { try FileSystem.syncDirectory(folder) }
+        if durable { try FileSystem.syncDirectory(FileSystem.directoryName(of: path)) }
+    }
+
+    /// Creates `temp` with O_EXCL; a leftover of a crashed run of this same process id is removed first.
+    static func createExclusive(_ temp: String, mode: UInt32) throws(SystemError) -> FileDescriptor {
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+        do {
+            return try FileDescriptor.open(temp, flags: flags, mode: mode)
+        } catch where error.code == EEXIST {
+            try FileSystem.unlink(temp)
+            return try FileDescriptor.open(temp, flags: flags, mode: mode)
+        }
     }
 }
