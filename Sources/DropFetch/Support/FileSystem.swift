@@ -3,7 +3,8 @@ import Glibc
 
 /// Thin wrappers over the path-based system calls the spool and transfers use.
 enum FileSystem {
-    /// mkdir -p: creates each missing component (mkdir(2)), accepting EEXIST.
+    /// mkdir -p: creates each missing component (mkdir(2)); an existing component must be a real
+    /// folder (lstat(2)), so a planted symlink is refused rather than followed.
     static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -11,6 +12,11 @@ enum FileSystem {
             if mkdir(current, mode) == 0 { continue }
             let code = dfl_errno()
             if code == EEXIST, isDirectory(current) { continue }
+            if code == EEXIST {
+                // A symlink or file where a folder belongs is never followed or replaced.
+                throw SystemError(code: ENOTDIR, operation: "mkdir (something that is not a folder is in the way)",
+                                  path: current)
+            }
             throw SystemError(code: code, operation: "mkdir", path: current)
         }
     }
