@@ -120,6 +120,8 @@ extension Agent {
                 status.error = nil
                 if status.sha256 == nil { status.sha256 = try? Agent.sha256(ofFile: file) }
                 job.downloads[index].status = status
+                // A crash between the publishing rename and the record's removal left the record.
+                Agent.discardPartial(part)
             }
         }
     }
@@ -206,7 +208,12 @@ extension Agent {
 
     /// Re-adopts this agent's work folder and any dead agent's, resuming from what is on disk.
     func recover() {
-        let names = spool.ownJobs() + spool.adoptOrphans()
+        spool.removeLeftovers(in: spool.work)
+        let own = spool.ownJobs()
+        var completed: [String] = []
+        let adopted = spool.adoptOrphans(completed: &completed)
+        for job in completed { logger.info("completed the filing of \(job) begun by a dead agent") }
+        let names = own + adopted
         for workName in names where jobIDs[workName] == nil {
             crashPlan?.reach(.recovery)
             let previous = spool.readState(for: workName)

@@ -5,6 +5,7 @@ extension Agent {
     /// Starts queued downloads while the limits allow (DESIGN.md §8: a freed slot is refilled in
     /// the same loop turn).
     func startRunnable() {
+        busyParts.removeAll()
         let now = MonotonicClock.now()
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, canStart: { [admission] candidate in
@@ -33,7 +34,8 @@ extension Agent {
         download.finalPath = finalPath
         download.status.file = finalPath
         download.status.url = Redaction.url(download.currentURL)
-        if download.mirror == 0, download.restarts == 0 { job.record.attempts += 1 }
+        let newAttempt = download.mirror == 0 && download.restarts == 0
+        if newAttempt { job.record.attempts += 1 }
         var request = TransferRequest(
             url: download.currentURL, partPath: Agent.partPath(for: finalPath),
             headers: download.spec.headers, checksum: download.spec.checksum,
@@ -49,6 +51,14 @@ extension Agent {
         do {
             transfer = try Transfer(request, crashPlan: crashPlan)
             try multi.add(transfer.easy)
+        } catch is Transfer.PartInUse {
+            // Another agent writes a file of the same name here: queue again for another name.
+            busyParts.insert(request.partPath)
+            if newAttempt { job.record.attempts -= 1 }
+            job.downloads[index].finalPath = nil
+            job.downloads[index].status.file = nil
+            logger.debug("\(request.partPath) is in use by another agent", metadata: ["job": "\(job.record.job)"])
+            return scheduler.enqueue(entry)
         } catch {
             knownFolders.removeAll()
             let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
@@ -111,7 +121,7 @@ extension Agent {
         let name = download.spec.out ?? FileName.fromURL(download.spec.urls[0])
         for candidate in Agent.nameVariants(name) {
             let path = folder + "/" + candidate
-            if partsInUse.contains(Agent.partPath(for: path)) { continue }
+            if partsInUse.contains(Agent.partPath(for: path)) || busyParts.contains(Agent.partPath(for: path)) { continue }
             if FileSystem.exists(path) {
                 switch config.onConflict {
                 case .fail: throw Failure(.exists, "\(path) already exists (on_conflict: fail)")

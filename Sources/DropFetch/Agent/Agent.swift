@@ -59,6 +59,8 @@ public final class Agent {
     var transfers: [Int: (transfer: Transfer, entry: Scheduler.Entry)] = [:]
     var admission: Admission
     var partsInUse: Set<String> = []
+    /// `.part` files found locked by another agent in this scheduling pass (`startRunnable`).
+    var busyParts: Set<String> = []
     /// Destination folders already created, so each job does not walk the path with mkdir(2) again.
     var knownFolders: Set<String> = []
     /// Whether some transfer got a speed cap, so that removing every limit resets them.

@@ -44,7 +44,7 @@ final class Spool {
         do {
             for folder in [inbox, hold, done, failed, work] { try FileSystem.makeDirectories(folder) }
             let file = try FileDescriptor.open(work + "/.lock", flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
-            guard try file.tryLockExclusive() else {
+            guard try Spool.lockAllowingProbes(file) else {
                 throw SpoolError.agentRunning(agentID, work)
             }
             lock = file
@@ -58,6 +58,17 @@ final class Spool {
         } catch {
             throw SpoolError.unusable(SystemError(code: EIO, operation: "\(error)"))
         }
+    }
+
+    /// Takes a work folder's flock(2), trying for up to half a second: an agent checking whether
+    /// this one is dead (`adoptOrphans`) holds the lock for a moment, a live agent for good.
+    private static func lockAllowingProbes(_ file: FileDescriptor) throws(SystemError) -> Bool {
+        for _ in 0..<50 {
+            if try file.tryLockExclusive() { return true }
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            _ = nanosleep(&pause, nil)
+        }
+        return false
     }
 
     /// Lists every job file under the inbox (recursively); dot-files and non-`.url` names are skipped.
@@ -126,14 +137,14 @@ final class Spool {
     /// failed/, then the job file renamed beside it, then both folders synced; the state file goes.
     @discardableResult
     func file(_ workName: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
-        let filed = try file(path: work + "/" + workName, as: outcome, status: status)
+        let filed = try file(path: work + "/" + workName, as: outcome, status: status, stagingIn: work)
         try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
         return filed
     }
 
-    /// Writes a file that must not exist yet: temp (O_EXCL) → fsync → rename without replacing.
-    private func writeNew(_ bytes: [UInt8], to path: String) throws(SystemError) {
-        let temp = AtomicFile.tempPath(for: path)
+    /// Writes a file that must not exist yet: temp (O_EXCL) in `staging` → fsync → rename without replacing.
+    private func writeNew(_ bytes: [UInt8], to path: String, stagingIn staging: String) throws(SystemError) {
+        let temp = AtomicFile.tempPath(for: staging + "/" + FileSystem.baseName(of: path))
         let file = try AtomicFile.createExclusive(temp, mode: 0o644)
         do {
             try file.write(bytes)
@@ -151,16 +162,19 @@ final class Spool {
     }
 
     /// Moves a job file from anywhere in the spool into done/ or failed/ beside its status record,
-    /// never replacing a record (`x.url`, else `x.1.url`, …).
+    /// never replacing a record (`x.url`, else `x.1.url`, …). The status file's temp is written in
+    /// `staging` (default: done/ or failed/ itself); an agent stages in its own work folder, where
+    /// a temp left by a crash is removed at its next start (`removeLeftovers(in:)`).
     @discardableResult
-    func file(path source: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
+    func file(path source: String, as outcome: Outcome, status: StatusRecord,
+              stagingIn staging: String? = nil) throws(SystemError) -> String {
         let folder = outcome == .done ? done : failed
         let bytes = status.encoded()
         for candidate in Spool.candidateNames(status.job) {
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = folder + "/" + candidate
             do {
-                try writeNew(bytes, to: statusPath)
+                try writeNew(bytes, to: statusPath, stagingIn: staging ?? folder)
             } catch where error.code == EEXIST {
                 continue
             }
@@ -208,13 +222,28 @@ final class Spool {
         return removed
     }
 
+    /// Removes what a dead run left in a work folder whose lock this agent holds: temp files of
+    /// interrupted atomic writes, and state files of jobs that were filed before the crash.
+    func removeLeftovers(in folder: String) {
+        for entry in (try? FileSystem.entries(of: folder)) ?? [] {
+            let name = entry.name
+            let isTemp = name.hasPrefix(".") && name.hasSuffix(".tmp")
+            let isOrphanState = name.hasSuffix(".state.json")
+                && !FileSystem.exists(folder + "/" + String(name.dropLast(".state.json".count)) + ".url")
+            if isTemp || isOrphanState { try? FileSystem.removeIfPresent(folder + "/" + name) }
+        }
+    }
+
     /// Job files in this agent's work folder, left by an earlier run of it.
     func ownJobs() -> [String] {
         ((try? FileSystem.entries(of: work)) ?? []).map(\.name).filter(Spool.isJobName).sorted()
     }
 
     /// Moves the jobs of dead agents (whose `.lock` can be taken) into this agent's work folder.
-    func adoptOrphans() -> [String] {
+    /// A job whose status file the dead agent had already written is filed beside it instead
+    /// (only the dead agent's own records are recognised: see `unfinishedFiling`) and its name
+    /// appended to `completed`.
+    func adoptOrphans(completed: inout [String]) -> [String] {
         var adopted: [String] = []
         let agents = ((try? FileSystem.entries(of: workRoot)) ?? []).map(\.name)
         for other in agents where other != agentID && !other.hasPrefix(".") {
@@ -223,6 +252,12 @@ final class Spool {
                   (try? lockFile.tryLockExclusive()) == true else { continue }
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name)
             for name in names where Spool.isJobName(name) {
+                let job = readState(for: name, in: folder)?.job ?? name
+                if let unfinished = unfinishedFiling(of: name, job: job, by: other),
+                   (try? completeFiling(name, to: unfinished.jobPath, from: folder)) != nil {
+                    completed.append(job)
+                    continue
+                }
                 for candidate in Spool.candidateNames(name) {
                     do {
                         try FileSystem.renameNoReplace(folder + "/" + name, to: work + "/" + candidate)
@@ -237,13 +272,20 @@ final class Spool {
                     }
                 }
             }
+            removeLeftovers(in: folder)
         }
         return adopted
     }
 
+    func adoptOrphans() -> [String] {
+        var completed: [String] = []
+        return adoptOrphans(completed: &completed)
+    }
+
     /// A status file in done/ or failed/ that names this job but has no job file beside it: a run
     /// stopped between writing the status and moving the job. Returns where the job belongs.
-    func unfinishedFiling(of workName: String, job: String) -> (outcome: Outcome, jobPath: String)? {
+    /// `agent` is the agent whose work folder holds the job (default: this one).
+    func unfinishedFiling(of workName: String, job: String, by agent: String? = nil) -> (outcome: Outcome, jobPath: String)? {
         for outcome in [Outcome.done, .failed] {
             let folder = outcome == .done ? done : failed
             for candidate in Spool.candidateNames(job) {
@@ -251,7 +293,7 @@ final class Spool {
                 guard FileSystem.exists(statusPath) else { break }
                 if FileSystem.exists(folder + "/" + candidate) { continue }
                 guard let bytes = try? FileDescriptor.open(statusPath, flags: O_RDONLY | O_NOFOLLOW).readAll(limit: 1 << 22),
-                      let record = StatusRecord.decode(bytes), record.job == job, record.agent == agentID else { continue }
+                      let record = StatusRecord.decode(bytes), record.job == job, record.agent == (agent ?? agentID) else { continue }
                 return (outcome, folder + "/" + candidate)
             }
         }
@@ -259,12 +301,13 @@ final class Spool {
     }
 
     /// Completes a filing found by `unfinishedFiling(of:job:)`.
-    func completeFiling(_ workName: String, to jobPath: String) throws(SystemError) {
-        try FileSystem.renameNoReplace(work + "/" + workName, to: jobPath)
-        try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
+    func completeFiling(_ workName: String, to jobPath: String, from folder: String? = nil) throws(SystemError) {
+        let folder = folder ?? work
+        try FileSystem.renameNoReplace(folder + "/" + workName, to: jobPath)
+        try? FileSystem.removeIfPresent(folder + "/" + Spool.stateName(forJob: workName))
         if durable {
             try FileSystem.syncDirectory(FileSystem.directoryName(of: jobPath))
-            try FileSystem.syncDirectory(work)
+            try FileSystem.syncDirectory(folder)
         }
     }
 
@@ -274,8 +317,8 @@ final class Spool {
         try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: durable)
     }
 
-    func readState(for workName: String) -> StatusRecord? {
-        let path = work + "/" + Spool.stateName(forJob: workName)
+    func readState(for workName: String, in folder: String? = nil) -> StatusRecord? {
+        let path = (folder ?? work) + "/" + Spool.stateName(forJob: workName)
         guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
               let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
         return StatusRecord.decode(bytes)

@@ -11,8 +11,11 @@ enum AtomicFile {
         FileSystem.directoryName(of: path) + "/." + FileSystem.baseName(of: path) + ".\(processID).tmp"
     }
 
-    static func write(_ bytes: [UInt8], to path: String, durable: Bool, mode: UInt32 = 0o644) throws(SystemError) {
-        let temp = tempPath(for: path)
+    /// `temp` names the temp file for a writer that must find it again after a crash (default:
+    /// `tempPath(for: path)`).
+    static func write(_ bytes: [UInt8], to path: String, durable: Bool, mode: UInt32 = 0o644,
+                      temp: String? = nil) throws(SystemError) {
+        let temp = temp ?? tempPath(for: path)
         do {
             let file = try createExclusive(temp, mode: mode)
             try file.write(bytes)

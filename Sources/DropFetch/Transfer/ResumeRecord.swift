@@ -25,6 +25,12 @@ struct ResumeRecord: Codable, Sendable, Equatable {
 
     static func path(forPart part: String) -> String { part + ".json" }
 
+    /// The temp file `save` writes first: one fixed name per record (a part has one writer), so
+    /// a temp left by a crash is found and removed when the part is reopened.
+    static func tempPath(forRecord record: String) -> String {
+        FileSystem.directoryName(of: record) + "/." + FileSystem.baseName(of: record) + ".tmp"
+    }
+
     static func load(_ path: String) -> ResumeRecord? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         return try? JSONDecoder().decode(ResumeRecord.self, from: data)
@@ -34,6 +40,6 @@ struct ResumeRecord: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(self)) ?? Data()
-        try AtomicFile.write(Array(data), to: path, durable: durable, mode: 0o600)
+        try AtomicFile.write(Array(data), to: path, durable: durable, mode: 0o600, temp: ResumeRecord.tempPath(forRecord: path))
     }
 }

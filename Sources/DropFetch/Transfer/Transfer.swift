@@ -45,15 +45,25 @@ final class Transfer {
     private var blockedAddress: String?
     private let crashPlan: CrashPlan?
 
-    /// Opens or creates the `.part` file and prepares the request; does not start it.
+    /// Another process (an agent sharing the destination) holds the `.part` file's lock.
+    struct PartInUse: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) is being written by another process" }
+    }
+
+    /// Opens or creates the `.part` file, takes its flock(2) for as long as this transfer lives
+    /// (agents sharing a destination may pick the same name), and prepares the request; does
+    /// not start it. Throws `PartInUse` when another process holds the part.
     init(_ request: TransferRequest, crashPlan: CrashPlan? = nil) throws {
         self.request = request
         self.crashPlan = crashPlan
         recordPath = ResumeRecord.path(forPart: request.partPath)
         let (file, created) = try Transfer.openPart(request.partPath, mode: request.fileMode)
+        guard try file.tryLockExclusive() else { throw PartInUse(path: request.partPath) }
         self.file = file
         let size = Int64(try file.status().st_size)
         let saved = created ? nil : ResumeRecord.load(recordPath)
+        if !created { try? FileSystem.removeIfPresent(ResumeRecord.tempPath(forRecord: recordPath)) }
         if size > 0, let saved, saved.url == Redaction.url(request.url), saved.size.map({ size <= $0 }) ?? true {
             requestedOffset = size
             record = saved

@@ -1,0 +1,139 @@
+import DropFetch
+import Foundation
+import Glibc
+import Testing
+
+/// A full destination (a small tmpfs): the download waits with `no_space` instead of failing,
+/// the agent keeps serving other jobs, and it finishes once there is room (DESIGN.md §8:
+/// check free space before a big download, not only fail when the disk fills).
+@Suite("Disk full, end to end", .serialized,
+       .enabled(if: getuid() == 0, "mounting a tmpfs as the destination needs root (mount(2))"))
+struct DiskFullTests {
+    /// The download error of `work/test-agent/<job>.state.json`, while the job runs or waits.
+    static func stateError(_ fixture: SpoolFixture, _ job: String) -> Failure? {
+        let path = fixture.spool + "/work/test-agent/" + String(job.dropLast(4)) + ".state.json"
+        guard let data = FileManager.default.contents(atPath: path), let state = StatusRecord.decode(Array(data)) else { return nil }
+        return state.downloads.first?.error
+    }
+
+    @Test("a 3 MB download into a 2 MB tmpfs waits with no_space, a small job is done meanwhile, a bigger disk finishes it")
+    func fullDiskWaits() throws {
+        let server = try TestHTTPServer()
+        let big = TestHTTPServer.randomBytes(3_000_000, seed: 9_500)
+        let small = TestHTTPServer.randomBytes(50_000, seed: 9_501)
+        server.serve("/big.bin", body: big)
+        server.serve("/small.bin", body: small)
+        // The small job goes to another disk: the full one has no room for anybody.
+        let elsewhere = FileManager.default.temporaryDirectory.path + "/dropfetch-elsewhere-\(UUID().uuidString)"
+        let fixture = try SpoolFixture(extraConfig: """
+            classes:
+              - name: elsewhere
+                match: { url: "*/small.bin" }
+                destination: \(elsewhere)
+
+            """)
+        defer { try? FileManager.default.removeItem(atPath: elsewhere) }
+        let disk = try TmpfsMount(at: fixture.destination, size: "2m")
+        defer { disk.unmount(); withExtendedLifetime(fixture) {} }
+
+        try fixture.startDaemon()
+        try fixture.drop("big.url", server.url("/big.bin") + "\n")
+        #expect(try waitUntil { Self.stateError(fixture, "big.url")?.kind == .noSpace }, "\(fixture.log)")
+        // retry.attempts is 3: a full disk is waited out however many attempts that takes.
+        #expect(try waitUntil { server.requests(to: "/big.bin").count >= 5 }, "\(fixture.log)")
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "work/test-agent") == ["big.url"])
+        #expect(fixture.log.contains("no_space"))
+        #expect(!FileManager.default.fileExists(atPath: fixture.destination + "/big.bin"), "a partial file under its final name")
+        let kept = fixture.fileSize(fixture.destination + "/.big.bin.part") ?? 0
+        #expect(kept > 1_000_000, "the data that fitted is kept for the resume, not thrown away (\(kept) bytes)")
+
+        try fixture.drop("small.url", server.url("/small.bin") + "\n")
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["small.url"] }, "\(fixture.log)")
+        #expect(FileManager.default.contents(atPath: elsewhere + "/small.bin") == Data(small))
+        #expect(fixture.jobs(in: "work/test-agent") == ["big.url"], "still waiting for room")
+
+        try disk.resize("8m")
+        #expect(try waitUntil(timeout: .seconds(30)) { fixture.jobs(in: "done").count == 2 }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+        let status = try fixture.status("done", "big.url")
+        #expect(status.state == .done)
+        #expect(status.downloads.first?.sha256 == TestHTTPServer.sha256Hex(big))
+        #expect(try #require(status.downloads.first?.resumedFrom) > 1_000_000, "resumed from the kept data")
+        let file = try #require(fixture.downloaded("big.bin"))
+        #expect(TestHTTPServer.sha256Hex(file) == TestHTTPServer.sha256Hex(big))
+        #expect(fixture.destinationNames() == ["big.bin"])
+    }
+
+    @Test("limits.min_free_space 2MB on a 4 MB tmpfs: a 3 MB file waits (no_space) without filling the disk, 100 KB is done")
+    func minFreeSpaceWaits() throws {
+        let server = try TestHTTPServer()
+        let big = TestHTTPServer.randomBytes(3_000_000, seed: 9_600)
+        let small = TestHTTPServer.randomBytes(100_000, seed: 9_601)
+        server.serve("/big.bin", body: big)
+        server.serve("/small.bin", body: small)
+        let fixture = try SpoolFixture(extraConfig: "limits: { min_free_space: 2MB }\n")
+        let disk = try TmpfsMount(at: fixture.destination, size: "4m")
+        defer { disk.unmount(); withExtendedLifetime(fixture) {} }
+
+        try fixture.startDaemon()
+        try fixture.drop("big.url", server.url("/big.bin") + "\n")
+        try fixture.drop("small.url", server.url("/small.bin") + "\n")
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["small.url"] }, "\(fixture.log)")
+        #expect(try waitUntil { Self.stateError(fixture, "big.url")?.kind == .noSpace }, "\(fixture.log)")
+        #expect(Self.stateError(fixture, "big.url")?.message.contains("min_free_space") == true)
+        #expect(try waitUntil { server.requests(to: "/big.bin").count >= 3 }, "\(fixture.log)")
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "work/test-agent") == ["big.url"])
+        #expect(fixture.downloaded("small.bin") == small)
+        #expect((fixture.fileSize(fixture.destination + "/.big.bin.part") ?? 0) == 0, "the big file must not start")
+        #expect(try disk.availableBytes() > 3 * 1024 * 1024, "the disk was not filled")
+
+        try disk.resize("8m")
+        #expect(try waitUntil(timeout: .seconds(30)) { fixture.jobs(in: "done").count == 2 }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+        #expect(try fixture.status("done", "big.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(big))
+        #expect(fixture.downloaded("big.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(big))
+        #expect(fixture.destinationNames() == ["big.bin", "small.bin"])
+    }
+}
+
+/// A tmpfs mounted over a folder for one test (mount(2), umount2(2)); needs root.
+private final class TmpfsMount {
+    let path: String
+    private var mounted = true
+
+    init(at path: String, size: String) throws {
+        self.path = path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0755") == 0 else {
+            throw TmpfsError.failed("mount tmpfs size=\(size) on \(path)", errno)
+        }
+    }
+
+    deinit { unmount() }
+
+    /// Grows or shrinks the file system in place (MS_REMOUNT), keeping its files.
+    func resize(_ size: String) throws {
+        guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT), "size=\(size)") == 0 else {
+            throw TmpfsError.failed("remount \(path) size=\(size)", errno)
+        }
+    }
+
+    /// Bytes free for unprivileged users (statvfs(3)).
+    func availableBytes() throws -> Int {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { throw TmpfsError.failed("statvfs \(path)", errno) }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+
+    func unmount() {
+        guard mounted else { return }
+        mounted = false
+        umount2(path, Int32(MNT_DETACH))
+    }
+}
+
+private enum TmpfsError: Error {
+    case failed(String, Int32)
+}
