@@ -424,9 +424,13 @@ private let transferWriteCallback: dfc_data_callback = { pointer, size, count, c
 }
 
 extension Duration {
-    /// Whole milliseconds, rounded down, for libcurl's `_MS` options and poll timeouts.
+    /// Whole milliseconds, rounded down and saturating at Int's bounds, for libcurl's `_MS`
+    /// options and poll timeouts.
     var milliseconds: Int {
         let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+        let (scaled, overflow) = Int(clamping: seconds).multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, carry) = scaled.addingReportingOverflow(Int(attoseconds / 1_000_000_000_000_000))
+        return carry ? (seconds < 0 ? .min : .max) : total
     }
 }

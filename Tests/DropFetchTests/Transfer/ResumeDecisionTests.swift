@@ -71,3 +71,33 @@ struct ResumeDecisionTests {
         #expect(ResponseHeaders.parseHTTPDate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
     }
 }
+
+@Suite("Retry-After from hostile servers (fuzzer findings)")
+struct RetryAfterHardeningTests {
+    @Test("huge or far-future Retry-After values are capped at a week and never trap", arguments: [
+        "55555555555555555", "9223372036854775807", "99999999999999999999999",
+        "Sun, 06 Nov 300000000 08:49:37 GMT", "Sun, 06 Nov 99999999999 08:49:37 GMT", "Sun, 06 Nov 9999 08:49:37 GMT",
+    ])
+    func capped(value: String) {
+        var headers = ResponseHeaders(statusLine: "HTTP/1.1 503 Service Unavailable\r\n")
+        headers.add("Retry-After: \(value)\r\n")
+        let delay = headers.retryAfter
+        #expect(delay == nil || delay! <= .seconds(ResponseHeaders.maxRetryAfter))
+        let backoff = Backoff.delay(attempt: 1, policy: Config.Retry(), retryAfter: delay, jitter: 0.5)
+        #expect(backoff <= .seconds(ResponseHeaders.maxRetryAfter))
+    }
+
+    @Test("out-of-range dates are rejected", arguments: [
+        "Sun, 32 Nov 2026 08:49:37 GMT", "Sun, 06 Nov 2026 24:00:00 GMT", "Sun, 06 Nov 1969 08:49:37 GMT",
+        "Sun, -1 Nov 2026 08:49:37 GMT",
+    ])
+    func badDates(value: String) {
+        #expect(ResponseHeaders.parseHTTPDate(value) == nil)
+    }
+
+    @Test("Duration.milliseconds saturates instead of overflowing")
+    func saturating() {
+        #expect(Duration.seconds(Int64.max).milliseconds == Int.max)
+        #expect(Duration.milliseconds(1500).milliseconds == 1500)
+    }
+}
