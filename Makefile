@@ -4,6 +4,7 @@
 #   make run       debug build, then `dropfetch run` with built-in defaults (spool ./spool); ARGS="--once"
 #   make test      build the tests and run them (Swift Testing)
 #   make bench     release build, then bench/run.sh (installs nginx, aria2 and curl if missing)
+#   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
 
 SHELL := /bin/bash
@@ -41,7 +42,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test bench clean
+.PHONY: deps bench-deps build release run test bench fuzz clean
 
 deps:
 	@if ! command -v dpkg >/dev/null 2>&1; then \
@@ -86,6 +87,9 @@ test: deps
 bench: bench-deps
 	$(SWIFT) build -c release
 	bench/run.sh
+
+fuzz: deps
+	Fuzz/run.sh
 
 clean:
 	$(SWIFT) package clean

@@ -51,16 +51,17 @@ struct ResponseHeaders: Sendable {
         let words = value.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
         guard words.count == 6, words[5] == "GMT", let day = Int(words[1]),
               let month = months.firstIndex(of: words[2].lowercased()), let year = Int(words[3]) else { return nil }
-        let clock = words[4].split(separator: ":").compactMap { Int($0) }
-        guard clock.count == 3, (1...31).contains(day), (1970...9999).contains(year),
+        let parts = words[4].split(separator: ":", omittingEmptySubsequences: false)
+        let clock = parts.compactMap { Int($0) }
+        guard parts.count == 3, clock.count == 3, (1...31).contains(day), (1970...9999).contains(year),
               (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]) else { return nil }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(clock[0])
-        parts.tm_min = Int32(clock[1])
-        parts.tm_sec = Int32(clock[2])
-        return Int64(timegm(&parts))
+        var calendar = tm()
+        calendar.tm_year = Int32(year - 1900)
+        calendar.tm_mon = Int32(month)
+        calendar.tm_mday = Int32(day)
+        calendar.tm_hour = Int32(clock[0])
+        calendar.tm_min = Int32(clock[1])
+        calendar.tm_sec = Int32(clock[2])
+        return Int64(timegm(&calendar))
     }
 }
