@@ -139,12 +139,14 @@ public final class Agent {
                 return .failed
             }
             for (key, result) in multi.completed() { complete(key: key, result: result) }
-            if let signals { handle(signals.drain()) }
-            if let configWatcher, configWatcher.drainChanged() { reloadConfig() }
-            if let workWatcher {
+            // Only descriptors that curl_multi_poll(3) marked readable are read.
+            func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
+            if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
+            if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
+            if let workWatcher, isReady(workWatcher.fileDescriptor) {
                 for name in workWatcher.drainDeparted() { jobLeftWorkFolder(name) }
             }
-            if let watcher {
+            if let watcher, isReady(watcher.fileDescriptor) {
                 let changes = watcher.drain()
                 for path in changes.arrived { claim(Spool.InboxEntry(relativePath: path, modified: 0)) }
                 if changes.needsRescan { claimInbox() }
