@@ -25,8 +25,6 @@ final class Job {
     var record: StatusRecord
     var downloads: [Download]
     let arrival: Int
-    /// Attempts made so far across all downloads (the status file's `attempts`).
-    var attempts: Int { record.attempts }
 
     init(id: Int, workName: String, spec: JobSpec, record: StatusRecord, arrival: Int) {
         self.id = id
@@ -40,7 +38,6 @@ final class Job {
     }
 
     var isFinished: Bool { downloads.allSatisfy(\.isFinished) }
-    var hasFailure: Bool { downloads.contains { $0.status.state != .done } }
 
     /// The record with the per-download entries brought up to date.
     func snapshot() -> StatusRecord {

@@ -132,9 +132,6 @@ final class Transfer {
             try easy.setOpenSocket(transferOpenSocketCallback)
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
         }
-        if request.maxReceiveSpeed > 0 {
-            try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: request.maxReceiveSpeed)
-        }
         try easy.set(CURLOPT_USERAGENT, "dropfetch/\(DropFetchVersion.string)")
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         var headers = request.headers

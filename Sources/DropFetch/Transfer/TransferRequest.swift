@@ -8,8 +8,6 @@ struct TransferRequest: Sendable {
     var maxFileSize: Int64
     var connectTimeout: Duration
     var lowSpeed: Config.LowSpeed
-    /// CURLOPT_MAX_RECV_SPEED_LARGE in bytes per second; 0 means unlimited.
-    var maxReceiveSpeed: Int64 = 0
     /// Schemes for CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR.
     var protocols: [String]
     var maxRedirects = 10
