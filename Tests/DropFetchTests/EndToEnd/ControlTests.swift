@@ -144,3 +144,27 @@ struct ControlTests {
         try fixture.stopDaemon()
     }
 }
+
+@Suite("dropfetch add, end to end")
+struct AddCommandTests {
+    @Test("add writes a valid job atomically; the agent does it with the given priority and name")
+    func addThenRun() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(4_000, seed: 80)
+        server.serve("/a.bin", body: body)
+        let fixture = try SpoolFixture()
+        #expect(try fixture.runCLI(["add", server.url("/gone.bin"), server.url("/a.bin"), "--priority", "5", "--out", "named.bin"]) == 0)
+        #expect(fixture.jobs(in: "inbox").count == 1)
+        #expect(fixture.names(in: "inbox").allSatisfy { !$0.hasPrefix(".") })
+        #expect(try fixture.runCLI(["add", "http://x/\nhttp://evil/"]) == 2)
+        #expect(try fixture.runCLI(["add", server.url("/a.bin"), "--out", "../escape"]) == 2)
+        #expect(fixture.jobs(in: "inbox").count == 1)
+
+        #expect(try fixture.runOnce() == 0)
+        let name = try #require(fixture.jobs(in: "done").first)
+        let status = try fixture.status("done", name)
+        #expect(status.priority == 5)
+        #expect(fixture.downloaded("named.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+        #expect(server.completedRequests().map(\.path) == ["/gone.bin", "/a.bin"])
+    }
+}
