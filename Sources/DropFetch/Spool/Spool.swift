@@ -285,7 +285,14 @@ final class Spool {
     /// A status file in done/ or failed/ that names this job but has no job file beside it: a run
     /// stopped between writing the status and moving the job. Returns where the job belongs.
     /// `agent` is the agent whose work folder holds the job (default: this one).
+    ///
+    /// The record must be no older than the job's claim (the work file's ctime, which rename(2)
+    /// sets): a failed job moved back to the inbox by hand leaves its old record behind, and that
+    /// record must not send the new attempt straight back to failed/.
     func unfinishedFiling(of workName: String, job: String, by agent: String? = nil) -> (outcome: Outcome, jobPath: String)? {
+        let workFolder = agent.map { workRoot + "/" + $0 } ?? work
+        guard let claimed = try? FileSystem.lstatus(workFolder + "/" + workName) else { return nil }
+        let claimTime = Int64(claimed.st_ctim.tv_sec)
         for outcome in [Outcome.done, .failed] {
             let folder = outcome == .done ? done : failed
             for candidate in Spool.candidateNames(job) {
@@ -293,7 +300,8 @@ final class Spool {
                 guard FileSystem.exists(statusPath) else { break }
                 if FileSystem.exists(folder + "/" + candidate) { continue }
                 guard let bytes = try? FileDescriptor.open(statusPath, flags: O_RDONLY | O_NOFOLLOW).readAll(limit: 1 << 22),
-                      let record = StatusRecord.decode(bytes), record.job == job, record.agent == (agent ?? agentID) else { continue }
+                      let record = StatusRecord.decode(bytes), record.job == job, record.agent == (agent ?? agentID),
+                      let finished = record.finished.flatMap(Timestamp.parse), finished >= claimTime else { continue }
                 return (outcome, folder + "/" + candidate)
             }
         }

@@ -168,3 +168,30 @@ struct AddCommandTests {
         #expect(server.completedRequests().map(\.path) == ["/gone.bin", "/a.bin"])
     }
 }
+
+@Suite("Retry by hand, end to end")
+struct ManualRetryTests {
+    @Test("mv failed/x.url inbox/ (status file left behind) and a crash after the claim: the job still runs")
+    func handRetriedJobIsNotMistakenForAHalfFiledOne() throws {
+        let server = try TestHTTPServer()
+        let fixture = try SpoolFixture()
+        try fixture.drop("again.url", server.url("/again.bin") + "\n")
+        #expect(try fixture.runOnce() == 1)
+        #expect(fixture.names(in: "failed") == ["again.status.json", "again.url"])
+
+        let body = TestHTTPServer.randomBytes(6_000, seed: 81)
+        server.serve("/again.bin", body: body)
+        // A second later, so the old record's `finished` is before the new claim.
+        let oldFinished = try fixture.status("failed", "again.url").finished ?? ""
+        #expect(try waitUntil(timeout: .seconds(3)) { Timestamp.now() > oldFinished })
+        try FileManager.default.moveItem(atPath: fixture.spool + "/failed/again.url", toPath: fixture.spool + "/inbox/again.url")
+        let crash = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
+                                         environment: ["DROPFETCH_CRASH_AT": "claimed"], log: fixture.logPath, in: fixture)
+        #expect(crash == .signalled(SIGKILL))
+        #expect(fixture.jobs(in: "work/test-agent") == ["again.url"])
+
+        #expect(try fixture.runOnce() == 0)
+        #expect(fixture.jobs(in: "done") == ["again.url"])
+        #expect(fixture.downloaded("again.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+    }
+}

@@ -63,8 +63,9 @@ struct SpoolTests {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try "http://h/x\n".write(toFile: root + "/work/a1/y.url", atomically: false, encoding: .utf8)
-        let record = StatusRecord(job: "y.url", state: .done, className: "default", priority: 0, agent: "a1",
+        var record = StatusRecord(job: "y.url", state: .done, className: "default", priority: 0, agent: "a1",
                                   submitted: Timestamp.now())
+        record.finished = Timestamp.now()
         try Data(record.encoded()).write(to: URL(fileURLWithPath: root + "/done/y.status.json"))
         let found = try #require(spool.unfinishedFiling(of: "y.url", job: "y.url"))
         #expect(found.outcome == .done)
