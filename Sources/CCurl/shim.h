@@ -3,8 +3,6 @@
 /* Typed, non-variadic wrappers: Swift cannot call the variadic curl_easy_setopt / curl_easy_getinfo. */
 
 typedef size_t (*dfc_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
-typedef int (*dfc_xferinfo_callback)(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
-                                     curl_off_t ultotal, curl_off_t ulnow);
 typedef curl_socket_t (*dfc_opensocket_callback)(void *clientp, curlsocktype purpose,
                                                  struct curl_sockaddr *address);
 
@@ -14,7 +12,6 @@ static inline CURLcode dfc_setopt_string(CURL *h, CURLoption o, const char *v) {
 static inline CURLcode dfc_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode dfc_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode dfc_setopt_data_callback(CURL *h, CURLoption o, dfc_data_callback v) { return curl_easy_setopt(h, o, v); }
-static inline CURLcode dfc_setopt_xferinfo_callback(CURL *h, dfc_xferinfo_callback v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 static inline CURLcode dfc_setopt_opensocket_callback(CURL *h, dfc_opensocket_callback v) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, v); }
 
 static inline CURLcode dfc_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }

@@ -7,23 +7,13 @@ enum Backoff {
     static func delay(attempt: Int, policy: Config.Retry, retryAfter: Duration?, jitter: Double) -> Duration {
         let initial = Double(policy.initialDelay.milliseconds)
         let maximum = Double(policy.maxDelay.milliseconds)
-        let exponent = Double(min(max(attempt - 1, 0), 40))
-        let step = min(maximum, initial * pow2(exponent))
+        let exponent = min(max(attempt - 1, 0), 40)
+        let step = min(maximum, initial * Double(1 << exponent))
         let jittered = step * (0.5 + 0.5 * min(max(jitter, 0), 1))
         var milliseconds = max(Int64(jittered.rounded()), 0)
         if let retryAfter {
             milliseconds = max(milliseconds, Int64(retryAfter.milliseconds))
         }
         return .milliseconds(milliseconds)
-    }
-
-    private static func pow2(_ exponent: Double) -> Double {
-        var result = 1.0
-        var count = Int(exponent)
-        while count > 0 {
-            result *= 2
-            count -= 1
-        }
-        return result
     }
 }

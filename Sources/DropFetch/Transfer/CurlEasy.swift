@@ -59,10 +59,6 @@ final class CurlEasy {
         try check(dfc_setopt_data_callback(handle, option, callback))
     }
 
-    func setProgress(_ callback: dfc_xferinfo_callback) throws(CurlError) {
-        try check(dfc_setopt_xferinfo_callback(handle, callback))
-    }
-
     func setOpenSocket(_ callback: dfc_opensocket_callback) throws(CurlError) {
         try check(dfc_setopt_opensocket_callback(handle, callback))
     }
