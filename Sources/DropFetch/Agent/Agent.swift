@@ -48,27 +48,29 @@ public final class Agent {
     private var configWatcher: ConfigWatcher?
     private var workWatcher: WorkFolderWatcher?
     private var state = State.running
+    /// False once a stop was asked for: nothing new is indexed or started.
+    var acceptsWork: Bool { if case .running = state { true } else { false } }
     /// Debug builds only: where to die for the crash-matrix tests.
     let crashPlan = CrashPlan.fromEnvironment()
     let hooks: HookRunner
     var metrics: MetricsFile?
 
-    var jobs: [Int: Job] = [:]
-    var jobIDs: [String: Int] = [:]
-    /// Running transfers by easy-handle key.
-    var transfers: [Int: (transfer: Transfer, entry: Scheduler.Entry)] = [:]
+    /// Every job this agent owns and every transfer it runs.
+    var table = JobTable()
+    /// What waits in the inbox, unclaimed.
+    var inbox = InboxIndex()
     var admission: Admission
-    var partsInUse: Set<String> = []
-    /// `.part` files found locked by another agent in this scheduling pass (`startRunnable`).
-    var busyParts: Set<String> = []
-    /// Destination folders already created, so each job does not walk the path with mkdir(2) again.
-    var knownFolders: Set<String> = []
+    /// Open destination roots by absolute path: files below them are reached through these.
+    var destinations: [String: DirectoryHandle] = [:]
     /// Whether some transfer got a speed cap, so that removing every limit resets them.
     var rateLimitsApplied = false
-    var nextJobID = 0
-    var nextArrival = 0
+    var nextID = 0
     var handledFailure = false
-    private var lastStateRefresh: Int64 = 0
+    /// A job could not be filed and stays claimed (exit 3 for `run --once`).
+    var filingBlocked = false
+    /// When `run --once` began (monotonic ms): unsettled inbox files are waited for until `once_wait`.
+    private var startedAt = MonotonicClock.now()
+    var lastStateRefresh: Int64 = 0
     private var lastScan: Int64 = 0
     private var lastCleanup = MonotonicClock.now()
 
@@ -116,8 +118,9 @@ public final class Agent {
         ])
         let stale = spool.removeStaleTemporaries()
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
+        startedAt = MonotonicClock.now()
         recover()
-        claimInbox()
+        scanInbox()
         lastScan = MonotonicClock.now()
         return loop()
     }
@@ -128,7 +131,7 @@ public final class Agent {
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         while true {
             if case .running = state { startRunnable() }
-            if case .stopping = state, transfers.isEmpty { break }
+            if case .stopping = state, table.runningCount == 0 { break }
             if options.once, onceRunIsOver() { break }
             do {
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
@@ -148,68 +151,95 @@ public final class Agent {
             }
             if let watcher, isReady(watcher.fileDescriptor) {
                 let changes = watcher.drain()
-                for path in changes.arrived { claim(Spool.InboxEntry(relativePath: path, modified: 0)) }
-                if changes.needsRescan { claimInbox() }
+                for path in changes.arrived { index(path, arrival: Agent.wallNanoseconds(), settled: true) }
+                if changes.needsRescan { scanInbox() }
             }
             housekeeping()
         }
         return finalStatus()
     }
 
-    /// `run --once` ends when nothing runs or is ready and no retry comes due within `once_wait`;
-    /// later retries stay in work/ with their due time for the next run.
+    /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
+    /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard transfers.isEmpty, scheduler.readyCount == 0 else { return false }
-        guard let due = scheduler.nextDue else { return true }
-        return due > MonotonicClock.now() + Int64(config.onceWait.milliseconds)
+        guard table.runningCount == 0, scheduler.readyCount == 0 else { return false }
+        let now = MonotonicClock.now()
+        let horizon = Agent.adding(now, config.onceWait)
+        if let due = scheduler.nextDue, due <= horizon { return false }
+        if let due = table.nextFilingDue, due <= horizon { return false }
+        if inbox.unsettledCount > 0, now < Agent.adding(startedAt, config.onceWait) { return false }
+        return true
     }
 
     func writeMetrics() {
         do {
-            try metrics?.write(active: transfers.count, ready: scheduler.readyCount, waiting: scheduler.waitingCount)
+            try metrics?.write(active: table.runningCount, ready: scheduler.readyCount, waiting: scheduler.waitingCount)
         } catch {
             logger.warning("cannot write metrics_file: \(error)")
         }
     }
 
+    /// DESIGN precedence: 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
     private func finalStatus() -> ExitStatus {
         writeMetrics()
         if case .stopping = state {
             logger.info("stopped; unfinished jobs stay in \(spool.work)")
             return .success
         }
+        if filingBlocked || table.hasFilingFailures { return .spoolUnusable }
         if handledFailure { return .failed }
-        if !jobs.isEmpty { return .retriesPending }
+        if !table.isEmpty || inbox.unsettledCount > 0 { return .retriesPending }
         return .success
     }
 
-    /// The poll timeout: the next retry coming due, the state refresh, or the next rescan.
+    /// The poll timeout: the next retry or filing coming due, an inbox file settling, the state
+    /// refresh while transfers run, or the next rescan; an idle agent sleeps until one of them.
     private func pollTimeout() -> Int {
         let now = MonotonicClock.now()
-        var deadline = now + 1000
+        var deadline = Int64.max
+        if table.runningCount > 0 { deadline = lastStateRefresh + 1000 }
         if let due = scheduler.nextDue { deadline = min(deadline, due) }
-        if !options.once, config.scanInterval > .zero {
-            deadline = min(deadline, lastScan + Int64(config.scanInterval.milliseconds))
+        if let due = table.nextFilingDue { deadline = min(deadline, due) }
+        if let settle = inbox.nextSettleCheck {
+            deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
-        return Int(max(0, min(deadline - now, 1000)))
+        if !options.once, config.scanInterval > .zero {
+            deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
+        }
+        return Int(max(0, min(deadline - now, 60_000)))
     }
 
     private func housekeeping() {
         hooks.reap()
         let now = MonotonicClock.now()
-        if now - lastStateRefresh >= 1000 {
+        if table.runningCount > 0, now - lastStateRefresh >= 1000 {
             lastStateRefresh = now
             refreshStateFiles()
             writeMetrics()
         }
+        for (job, record) in table.filingDue(now: now) { file(job, record) }
+        if inbox.nextSettleCheck.map({ $0 <= Agent.wallNanoseconds() }) == true { recheckUnsettled() }
         if now - lastCleanup >= 3_600_000 {
             lastCleanup = now
             spool.removeStaleTemporaries()
         }
-        if !options.once, config.scanInterval > .zero, now - lastScan >= Int64(config.scanInterval.milliseconds) {
+        if !options.once, config.scanInterval > .zero, now >= Agent.adding(lastScan, config.scanInterval) {
             lastScan = now
-            claimInbox(settled: true)
+            recover()
+            scanInbox()
         }
+    }
+
+    /// `start + duration` in monotonic milliseconds, saturating instead of trapping.
+    static func adding(_ start: Int64, _ duration: Duration) -> Int64 {
+        let (sum, overflow) = start.addingReportingOverflow(Int64(duration.milliseconds))
+        return overflow ? .max : sum
+    }
+
+    static func wallNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     private func handle(_ received: [SignalSource.Signal]) {
@@ -245,6 +275,7 @@ public final class Agent {
             fresh.destination = config.destination
             guard fresh != config else { return }
             config = fresh
+            destinations.removeAll()
             requeueUnstarted()
             applyRateLimits()
             logger.info("config reloaded from \(path)", metadata: [
@@ -254,36 +285,6 @@ public final class Agent {
         } catch {
             logger.error("config not reloaded, keeping the running one: \(error)")
         }
-    }
-
-    // MARK: - Inbox
-
-    /// Claims every job in the inbox, oldest first. A periodic rescan (`settled`) leaves files
-    /// modified in the last two seconds to their inotify event: a writer may still be at work.
-    private func claimInbox(settled: Bool = false) {
-        var entries = spool.scanInbox().sorted {
-            ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath)
-        }
-        if settled {
-            let cutoff = (Int64(time(nil)) - 2) * 1_000_000_000
-            entries.removeAll { $0.modified > cutoff }
-        }
-        for entry in entries { claim(entry) }
-    }
-
-    private func claim(_ entry: Spool.InboxEntry) {
-        guard case .running = state else { return }
-        let workName: String?
-        do {
-            workName = try spool.claim(entry)
-        } catch {
-            logger.error("cannot claim \(entry.relativePath): \(error)")
-            return
-        }
-        guard let workName else { return }
-        crashPlan?.reach(.claimed)
-        logger.debug("claimed \(entry.relativePath)")
-        admit(workName: workName, jobName: entry.name, folder: entry.folder, previous: nil)
     }
 
     static func hostName() -> String {

@@ -1,34 +1,67 @@
-/// A claimed job as the event loop tracks it: its spec, its record, and each download's progress.
-/// Only the event loop changes it.
+/// A claimed job as the event loop tracks it: its spec, its record, and each download's phase.
+/// Only the event loop changes it, through `JobTable` and the agent's handlers.
 final class Job {
+    /// Where one download stands; the job's own state is derived from these (`snapshot()`).
+    enum Phase: Equatable {
+        case queued
+        /// A transfer runs, under this easy-handle key.
+        case running(key: Int)
+        /// Set aside until this monotonic time: a retry, free space, or a name's owner.
+        case waiting(until: Int64, reason: WaitReason)
+        case finished
+    }
+
+    enum WaitReason: Equatable {
+        case retry
+        /// `on_conflict: overwrite` and another job owns the name.
+        case nameOwner
+    }
+
     /// One download's runtime state beside its status entry.
     struct Download {
         var spec: DownloadSpec
         var status: DownloadStatus
+        var phase = Phase.queued
         /// Index into `spec.urls` of the mirror being tried.
         var mirror = 0
+        /// Mirrors tried in the current attempt.
+        var mirrorsTried = 0
+        /// Whether a mirror of the current attempt failed in a way worth a retry.
+        var roundRetryable = false
+        /// Attempts begun (docs/status.md): each goes round the mirrors once.
+        var attempt = 0
+        /// The next start begins a new attempt; false when resuming one that a hold, a
+        /// shutdown or a crash interrupted (those cost no attempt).
+        var beginsAttempt = true
         /// Unusable-partial restarts in the current attempt (bounded to avoid loops).
         var restarts = 0
-        /// The final path chosen at first start; kept so a resume writes the same file.
-        var finalPath: String?
+        /// The `.part` this download owns from the moment its name is chosen until it is filed.
+        var part: PartFile?
+        /// The published part whose resume record still proves the file is this job's; removed once
+        /// the job's status file names the file.
+        var publishedRecord: PartFile?
         /// Monotonic milliseconds when the running attempt started.
         var startedAt: Int64?
 
-        var isFinished: Bool { status.state == .done || status.state == .failed || status.state == .cancelled }
+        var isFinished: Bool { phase == .finished }
         var currentURL: String { spec.urls[min(mirror, spec.urls.count - 1)] }
     }
 
     let id: Int
     /// The file name in `work/<agent>/`.
     let workName: String
+    /// Who owns this job's `.part` names: its name and the inode of its job file.
+    let owner: PartOwner
     let spec: JobSpec
     var record: StatusRecord
     var downloads: [Download]
-    let arrival: Int
+    /// Queue order among equal priorities (nanoseconds of arrival).
+    let arrival: Int64
 
-    init(id: Int, workName: String, spec: JobSpec, record: StatusRecord, arrival: Int) {
+    init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64) {
         self.id = id
         self.workName = workName
+        self.owner = owner
         self.spec = spec
         self.record = record
         self.arrival = arrival
@@ -39,10 +72,27 @@ final class Job {
 
     var isFinished: Bool { downloads.allSatisfy(\.isFinished) }
 
-    /// The record with the per-download entries brought up to date.
+    var isRunning: Bool {
+        downloads.contains { if case .running = $0.phase { true } else { false } }
+    }
+
+    /// The record with the per-download entries and the job's state brought up to date: running
+    /// while a transfer runs, waiting (with `retry_at`) while every unfinished download waits.
     func snapshot() -> StatusRecord {
         var current = record
         current.downloads = downloads.map(\.status)
+        current.attempts = downloads.map(\.attempt).max() ?? 0
+        if isFinished { return current }
+        let open = downloads.filter { !$0.isFinished }
+        if isRunning {
+            current.state = .running
+            current.retryAt = nil
+        } else if open.allSatisfy({ if case .waiting = $0.phase { true } else { false } }) {
+            current.state = .waiting
+        } else {
+            current.state = .queued
+            current.retryAt = nil
+        }
         return current
     }
 }

@@ -6,6 +6,9 @@ struct Scheduler {
     struct Unit: Hashable, Sendable {
         var job: Int
         var download: Int
+
+        /// The `download` of an unclaimed inbox job: it is claimed when chosen, then its downloads queue.
+        static let wholeJob = -1
     }
 
     struct Entry: Sendable, Equatable {
@@ -73,8 +76,12 @@ struct Scheduler {
 
     /// Forgets every unit of a job (cancelled or moved away).
     mutating func remove(job: Int) {
-        ready.filter { $0.unit.job != job }
-        waiting.filter { $0.entry.unit.job != job }
+        remove { $0.unit.job == job }
+    }
+
+    mutating func remove(where matches: (Entry) -> Bool) {
+        ready.filter { !matches($0) }
+        waiting.filter { !matches($0.entry) }
     }
 
     /// Re-sorts every unit after a config reload: a new order, and each entry updated in place

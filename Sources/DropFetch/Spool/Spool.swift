@@ -25,6 +25,9 @@ final class Spool {
     let work: String
     let workRoot: String
     private var lock: FileDescriptor?
+    /// The next record number to try per `folder/job name`, so that many records of one name do
+    /// not probe from 1 each time.
+    private var nextRecordNumber: [String: Int] = [:]
     var crashPlan: CrashPlan?
 
     init(root: String, agentID: String, durable: Bool) {
@@ -121,8 +124,12 @@ final class Spool {
     /// A stem over 200 bytes is shortened (`FileName.shortened`) so that `<stem>.N.status.json` and
     /// its temp file fit NAME_MAX; the status file's `job` keeps the name as dropped.
     static func candidateNames(_ name: String) -> some Sequence<String> {
+        (0..<100_000).lazy.map { candidateName(name, number: $0) }
+    }
+
+    static func candidateName(_ name: String, number: Int) -> String {
         let stem = FileName.shortened(String(name.dropLast(4)), maxBytes: 200)
-        return (0..<100_000).lazy.map { $0 == 0 ? stem + ".url" : "\(stem).\($0).url" }
+        return number == 0 ? stem + ".url" : "\(stem).\(number).url"
     }
 
     static func statusName(forJob name: String) -> String {
@@ -136,8 +143,10 @@ final class Spool {
     /// The finish protocol for a job of this agent: status file written atomically into done/ or
     /// failed/, then the job file renamed beside it, then both folders synced; the state file goes.
     @discardableResult
-    func file(_ workName: String, as outcome: Outcome, status: StatusRecord) throws(SystemError) -> String {
-        let filed = try file(path: work + "/" + workName, as: outcome, status: status, stagingIn: work)
+    func file(_ workName: String, as outcome: Outcome, status: StatusRecord,
+              statusWritten: () -> Void = {}) throws(SystemError) -> String {
+        let filed = try file(path: work + "/" + workName, as: outcome, status: status, stagingIn: work,
+                             statusWritten: statusWritten)
         try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
         return filed
     }
@@ -166,18 +175,26 @@ final class Spool {
     /// `staging` (default: done/ or failed/ itself); an agent stages in its own work folder, where
     /// a temp left by a crash is removed at its next start (`removeLeftovers(in:)`).
     @discardableResult
+    ///
+    /// `statusWritten` runs once the status file is in place, before the job file moves: what it
+    /// cleans up is then no longer needed by recovery, which completes the filing from the status.
     func file(path source: String, as outcome: Outcome, status: StatusRecord,
-              stagingIn staging: String? = nil) throws(SystemError) -> String {
+              stagingIn staging: String? = nil, statusWritten: () -> Void = {}) throws(SystemError) -> String {
         let folder = outcome == .done ? done : failed
         let bytes = status.encoded()
-        for candidate in Spool.candidateNames(status.job) {
+        var number = firstFreeRecordNumber(for: status.job, in: folder)
+        while number < 100_000 {
+            let candidate = Spool.candidateName(status.job, number: number)
+            number += 1
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = folder + "/" + candidate
+            if FileSystem.exists(statusPath) || FileSystem.exists(jobPath) { continue }
             do {
                 try writeNew(bytes, to: statusPath, stagingIn: staging ?? folder)
             } catch where error.code == EEXIST {
                 continue
             }
+            statusWritten()
             crashPlan?.reach(.statusWritten)
             do {
                 try FileSystem.renameNoReplace(source, to: jobPath)
@@ -186,6 +203,7 @@ final class Spool {
                 if error.code == EEXIST { continue }
                 throw error
             }
+            nextRecordNumber[folder + "/" + status.job] = number
             if durable {
                 try FileSystem.syncDirectory(folder)
                 try FileSystem.syncDirectory(FileSystem.directoryName(of: source))
@@ -193,6 +211,93 @@ final class Spool {
             return jobPath
         }
         throw SystemError(code: EEXIST, operation: "file", path: source)
+    }
+
+    /// The lowest record number (`x.N.url`) worth trying: remembered from the last filing of this
+    /// name, else found by doubling then bisecting over the names in use (records are only added),
+    /// so that filing the n-th record of one name costs O(log n) lookups, not n.
+    private func firstFreeRecordNumber(for job: String, in folder: String) -> Int {
+        if let known = nextRecordNumber[folder + "/" + job] { return known }
+        func taken(_ number: Int) -> Bool {
+            let name = Spool.candidateName(job, number: number)
+            return FileSystem.exists(folder + "/" + name) || FileSystem.exists(folder + "/" + Spool.statusName(forJob: name))
+        }
+        guard taken(0) else { return 0 }
+        var low = 0
+        var high = 1
+        while high < 100_000, taken(high) {
+            low = high
+            high *= 2
+        }
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            if taken(middle) { low = middle } else { high = middle }
+        }
+        return low + 1
+    }
+
+    /// Where a job that left a work folder is now, if anywhere in the spool.
+    enum Place: String, Sendable { case inbox, hold, done, failed }
+
+    func whereIs(job: String, workName: String, folder: String) -> Place? {
+        let sub = folder.isEmpty ? "" : "/" + folder
+        for name in Set([job, workName]) {
+            if FileSystem.exists(hold + sub + "/" + name) || FileSystem.exists(hold + "/" + name) { return .hold }
+            if FileSystem.exists(inbox + sub + "/" + name) { return .inbox }
+        }
+        if FileSystem.exists(failed + "/" + workName) || FileSystem.exists(failed + "/" + job) { return .failed }
+        if FileSystem.exists(done + "/" + workName) || FileSystem.exists(done + "/" + job) { return .done }
+        return nil
+    }
+
+    /// The hidden state file that `release` puts beside a job in the inbox (`.x.state.json`).
+    static func releasedStateName(forJob name: String) -> String { "." + stateName(forJob: name) }
+
+    /// The state a released job brought back to the inbox, if any.
+    func releasedState(of relativePath: String) -> StatusRecord? {
+        let folder = FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) + "/"
+        let path = inbox + "/" + folder + Spool.releasedStateName(forJob: FileSystem.baseName(of: relativePath))
+        return readRecord(at: path)
+    }
+
+    /// Moves a claimed job's released state from the inbox into the work folder as its state file.
+    func adoptReleasedState(of relativePath: String, as workName: String) -> StatusRecord? {
+        let folder = FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) + "/"
+        let path = inbox + "/" + folder + Spool.releasedStateName(forJob: FileSystem.baseName(of: relativePath))
+        guard let record = readRecord(at: path) else { return nil }
+        try? FileSystem.rename(path, to: work + "/" + Spool.stateName(forJob: workName))
+        return record
+    }
+
+    /// A job file in this agent's work folder with a second link (st_nlink 2) is a move that
+    /// link(2) + unlink(2) began and a crash interrupted: the claim (twin in the inbox) or the
+    /// filing (twin in done/ or failed/) is completed. Returns whether one was found.
+    func completeInterruptedMove(of workName: String, folder: String, job: String) -> Bool {
+        let path = work + "/" + workName
+        guard let info = try? FileSystem.lstatus(path), info.st_nlink > 1 else { return false }
+        func same(_ other: String) -> Bool {
+            guard let twin = try? FileSystem.lstatus(other) else { return false }
+            return twin.st_ino == info.st_ino && twin.st_dev == info.st_dev
+        }
+        let sub = folder.isEmpty ? "" : folder + "/"
+        for name in Set([workName, job]) where same(inbox + "/" + sub + name) {
+            try? FileSystem.unlink(inbox + "/" + sub + name)
+            return true
+        }
+        for outcome in [done, failed] {
+            for candidate in Spool.candidateNames(job).prefix(1000) where same(outcome + "/" + candidate) {
+                try? FileSystem.unlink(path)
+                try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
+                return true
+            }
+        }
+        return false
+    }
+
+    func readRecord(at path: String) -> StatusRecord? {
+        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
+              let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
+        return StatusRecord.decode(bytes)
     }
 
     /// Removes dot-temp files (`.x.tmp`, `.x.status.json.123.tmp`) left in the spool folders by writers
@@ -253,8 +358,10 @@ final class Spool {
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name)
             for name in names where Spool.isJobName(name) {
                 let job = readState(for: name, in: folder)?.job ?? name
+                let claim = (try? FileSystem.lstatus(folder + "/" + name)).map { UInt64($0.st_ino) } ?? 0
                 if let unfinished = unfinishedFiling(of: name, job: job, by: other),
                    (try? completeFiling(name, to: unfinished.jobPath, from: folder)) != nil {
+                    removeResumeRecords(filedAt: unfinished.jobPath, owner: PartOwner(job: job, claim: claim))
                     completed.append(job)
                     continue
                 }
@@ -308,6 +415,12 @@ final class Spool {
         return nil
     }
 
+    /// Removes the resume records a job filed at `jobPath` left beside its files (PartFile.removeRecords).
+    func removeResumeRecords(filedAt jobPath: String, owner: PartOwner) {
+        let statusPath = FileSystem.directoryName(of: jobPath) + "/" + Spool.statusName(forJob: FileSystem.baseName(of: jobPath))
+        if let filed = readRecord(at: statusPath) { PartFile.removeRecords(of: filed, owner: owner) }
+    }
+
     /// Completes a filing found by `unfinishedFiling(of:job:)`.
     func completeFiling(_ workName: String, to jobPath: String, from folder: String? = nil) throws(SystemError) {
         let folder = folder ?? work
@@ -326,10 +439,7 @@ final class Spool {
     }
 
     func readState(for workName: String, in folder: String? = nil) -> StatusRecord? {
-        let path = (folder ?? work) + "/" + Spool.stateName(forJob: workName)
-        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
-              let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
-        return StatusRecord.decode(bytes)
+        readRecord(at: (folder ?? work) + "/" + Spool.stateName(forJob: workName))
     }
 }
 

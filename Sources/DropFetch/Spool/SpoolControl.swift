@@ -23,11 +23,27 @@ public enum SpoolControl {
         switch action {
         case .hold:
             let source = try find(name, in: inboxAndWork(spool), action: action)
-            let target = try move(source, into: spool.hold)
-            removeState(of: source)
+            let state = readState(besideJob: source)
+            let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
+            let holdFolder = folder.isEmpty ? spool.hold : spool.hold + "/" + folder
+            try FileSystem.makeDirectories(holdFolder)
+            // The state goes first: an agent that sees the job leave removes what is left behind.
+            var parked: String?
+            if let state {
+                let temp = holdFolder + "/." + FileSystem.baseName(of: state.path) + ".hold.tmp"
+                if (try? FileSystem.rename(state.path, to: temp)) != nil { parked = temp }
+            }
+            let target = try move(source, into: holdFolder)
+            if let parked {
+                try? FileSystem.rename(parked, to: holdFolder + "/" + Spool.stateName(forJob: FileSystem.baseName(of: target)))
+            }
             return target
         case .release:
-            return try move(try find(name, in: [spool.hold], action: action), into: spool.inbox)
+            let source = try find(name, in: holdFolders(spool), action: action)
+            let relative = String(FileSystem.directoryName(of: source).dropFirst(spool.hold.count))
+            let folder = spool.inbox + relative
+            try FileSystem.makeDirectories(folder)
+            return try release(source, into: folder)
         case .retry:
             let source = try find(name, in: [spool.failed], action: action)
             let target = try move(source, into: spool.inbox)
@@ -38,51 +54,103 @@ public enum SpoolControl {
         }
     }
 
-    /// Files the job in failed/ as `cancelled` and removes its partial data.
+    /// Puts a held job back with its state, which the next claim takes up (arrival time, attempts):
+    /// the state goes first, as `.x.state.json`, so that no agent claims the job without it.
+    private static func release(_ source: String, into folder: String) throws -> String {
+        let statePath = FileSystem.directoryName(of: source) + "/" + Spool.stateName(forJob: FileSystem.baseName(of: source))
+        let hasState = FileSystem.exists(statePath)
+        for candidate in Spool.candidateNames(FileSystem.baseName(of: source)) {
+            let target = folder + "/" + candidate
+            if FileSystem.exists(target) { continue }
+            let sidecar = folder + "/" + Spool.releasedStateName(forJob: candidate)
+            if hasState { try FileSystem.rename(statePath, to: sidecar) }
+            do {
+                try FileSystem.renameNoReplace(source, to: target)
+                return target
+            } catch {
+                if hasState { try? FileSystem.rename(sidecar, to: statePath) }
+                if error.code != EEXIST { throw error }
+            }
+        }
+        throw ControlError(message: "no free name for \(source) in \(folder)")
+    }
+
+    /// Files the job in failed/ as `cancelled` and removes the partial data it owns.
     private static func cancel(_ name: String, spool: Spool, config: Config) throws -> String {
-        let source = try find(name, in: inboxAndWork(spool) + [spool.hold], action: .cancel)
-        let state = readState(of: source)
+        let source = try find(name, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel)
+        let stateFile = readState(besideJob: source)
+        let state = stateFile?.record
+        let claim = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) } ?? 0
         let spec = JobFileReader.read(source, limit: config.limits.maxJobFileSize).flatMap { bytes in
             Result { () throws(JobFileError) in try JobFileParser.parse(bytes) }
         }
         let failure = Failure(.cancelled, "cancelled by dropfetch cancel")
-        var record = StatusRecord(job: state?.job ?? name, state: .cancelled, className: state?.className ?? "default",
+        let jobName = state?.job ?? name
+        var record = StatusRecord(job: jobName, state: .cancelled, className: state?.className ?? "default",
                                   priority: state?.priority ?? 0, agent: state?.agent ?? spool.agentID,
                                   submitted: state?.submitted ?? Timestamp.now(), attempts: state?.attempts ?? 0)
         record.started = state?.started
         record.finished = Timestamp.now()
         record.error = failure
-        var parts: [String] = []
         if let state {
             record.downloads = state.downloads.map { download in
                 var entry = download
                 if entry.state != .done {
                     entry.state = .cancelled
                     entry.error = failure
-                    if let file = entry.file { parts.append(Agent.partPath(for: file)) }
                 }
                 return entry
             }
         } else if case .success(let spec) = spec {
-            let destinations = [Agent.absolute(config.destination ?? spool.root + "/downloads")]
-                + config.classes.compactMap { $0.destination.map(Agent.absolute) }
-            for download in spec.downloads {
+            record.downloads = spec.downloads.map { download in
                 var entry = DownloadStatus(url: Redaction.url(download.urls[0]), file: nil, state: .cancelled)
                 entry.error = failure
-                record.downloads.append(entry)
-                let fileName = download.out ?? FileName.fromURL(download.urls[0])
-                for destination in destinations {
-                    let part = Agent.partPath(for: destination + (download.dir.map { "/" + $0 } ?? "") + "/" + fileName)
-                    if let saved = ResumeRecord.load(ResumeRecord.path(forPart: part)), download.urls.map(Redaction.url).contains(saved.url) {
-                        parts.append(part)
-                    }
-                }
+                return entry
             }
         }
         let target = try spool.file(path: source, as: .failed, status: record)
-        removeState(of: source)
-        for part in parts { Agent.discardPartial(part) }
+        if let stateFile { try? FileSystem.removeIfPresent(stateFile.path) }
+        let owner = PartOwner(job: jobName, claim: claim)
+        let destinations = [Agent.absolute(config.destination ?? spool.root + "/downloads")]
+            + config.classes.compactMap { $0.destination.map(Agent.absolute) }
+        if case .success(let spec) = spec {
+            for download in spec.downloads {
+                let name = download.out ?? FileName.fromURL(download.urls[0])
+                for destination in Set(destinations) {
+                    guard let root = try? DirectoryHandle.openRoot(destination, create: false),
+                          let folder = try? root.descend(download.dir ?? "", create: false) else { continue }
+                    discardParts(of: name, in: folder, ownedBy: owner)
+                }
+            }
+        }
         return target
+    }
+
+    /// Removes the `.part` files (and records) among the names a download may have taken that
+    /// this job owns; another job's data of the same name is left alone.
+    private static func discardParts(of name: String, in folder: DirectoryHandle, ownedBy owner: PartOwner) {
+        for candidate in Agent.nameVariants(name).prefix(100) {
+            let part = PartFile.partName(for: candidate)
+            let recordName = ResumeRecord.name(forPart: part)
+            guard let record = PartFile.readRecord(recordName, in: folder) else { continue }
+            if record.isOwned(by: owner) {
+                try? folder.removeIfPresent(part)
+                try? folder.removeIfPresent(recordName)
+            }
+        }
+    }
+
+    /// The inbox subfolder of a job file found in the inbox (nil for one in a work folder).
+    private static func routingFolder(of path: String, spool: Spool) -> String? {
+        guard path.hasPrefix(spool.inbox + "/") else { return nil }
+        let relative = FileSystem.directoryName(of: String(path.dropFirst(spool.inbox.count + 1)))
+        return relative == "." ? "" : relative
+    }
+
+    private static func holdFolders(_ spool: Spool) -> [String] {
+        [spool.hold] + ((try? FileSystem.entries(of: spool.hold)) ?? [])
+            .filter { !$0.name.hasPrefix(".") && ($0.isDirectory ?? FileSystem.isDirectory(spool.hold + "/" + $0.name)) }
+            .map { spool.hold + "/" + $0.name }
     }
 
     private static func inboxAndWork(_ spool: Spool) -> [String] {
@@ -118,17 +186,15 @@ public enum SpoolControl {
         throw ControlError(message: "no free name for \(source) in \(folder)")
     }
 
-    private static func statePath(of jobPath: String) -> String {
-        FileSystem.directoryName(of: jobPath) + "/" + Spool.stateName(forJob: FileSystem.baseName(of: jobPath))
-    }
-
-    private static func readState(of jobPath: String) -> StatusRecord? {
-        guard let file = try? FileDescriptor.open(statePath(of: jobPath), flags: O_RDONLY | O_NOFOLLOW),
-              let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
-        return StatusRecord.decode(bytes)
-    }
-
-    private static func removeState(of jobPath: String) {
-        try? FileSystem.removeIfPresent(statePath(of: jobPath))
+    /// The state file beside a job: `x.state.json` in work/ and hold/, `.x.state.json` in the inbox.
+    private static func readState(besideJob jobPath: String) -> (path: String, record: StatusRecord)? {
+        let folder = FileSystem.directoryName(of: jobPath)
+        let name = FileSystem.baseName(of: jobPath)
+        for path in [folder + "/" + Spool.stateName(forJob: name), folder + "/" + Spool.releasedStateName(forJob: name)] {
+            guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
+                  let bytes = try? file.readAll(limit: 1 << 22), let record = StatusRecord.decode(bytes) else { continue }
+            return (path, record)
+        }
+        return nil
     }
 }

@@ -12,6 +12,8 @@ public enum ErrorKind: String, Sendable, Equatable, Codable, CaseIterable {
     case tooLarge = "too_large"
     case noSpace = "no_space"
     case cancelled
+    case blocked
+    case auth
     case `internal`
 }
 

@@ -42,6 +42,11 @@ final class FileDescriptor {
         _ = try retryingEINTR("fsync", path) { Glibc.fsync(rawValue) }
     }
 
+    /// Flushes the data, and only the metadata needed to read it back (fdatasync(2)).
+    func syncData() throws(SystemError) {
+        _ = try retryingEINTR("fdatasync", path) { Glibc.fdatasync(rawValue) }
+    }
+
     func truncate(to size: Int64) throws(SystemError) {
         _ = try retryingEINTR("ftruncate", path) { Glibc.ftruncate(rawValue, off_t(size)) }
     }
@@ -77,12 +82,6 @@ final class FileDescriptor {
 
     /// Takes an exclusive flock(2) without blocking; false when another process holds it.
     func tryLockExclusive() throws(SystemError) -> Bool {
-        while true {
-            if flock(rawValue, LOCK_EX | LOCK_NB) == 0 { return true }
-            let code = dfl_errno()
-            if code == EINTR { continue }
-            if code == EWOULDBLOCK { return false }
-            throw SystemError(code: code, operation: "flock", path: path)
-        }
+        try retryingEINTR("flock", path, tolerating: EWOULDBLOCK) { flock(rawValue, LOCK_EX | LOCK_NB) } != nil
     }
 }

@@ -41,19 +41,30 @@ enum FileSystem {
         _ = try retryingEINTR("rename", from) { Glibc.rename(from, to) }
     }
 
-    /// rename(2) that fails with EEXIST instead of replacing (renameat2 RENAME_NOREPLACE).
-    /// Falls back to a checked rename where the file system lacks the flag (EINVAL, e.g. some NFS).
+    /// rename(2) that fails with EEXIST instead of replacing (`moveNoReplace`).
     static func renameNoReplace(_ from: String, to: String) throws(SystemError) {
-        while true {
-            if dfl_rename_noreplace(AT_FDCWD, from, AT_FDCWD, to) == 0 { return }
-            let code = dfl_errno()
-            if code == EINTR { continue }
-            if code == EINVAL || code == ENOSYS {
-                if exists(to) { throw SystemError(code: EEXIST, operation: "rename", path: to) }
-                try rename(from, to: to)
-                return
-            }
-            throw SystemError(code: code, operation: "rename", path: from)
+        try moveNoReplace(AT_FDCWD, from, AT_FDCWD, to, describing: from, to)
+    }
+
+    /// renameat2(2) with RENAME_NOREPLACE; where the file system lacks the flag (EINVAL on NFS,
+    /// GlusterFS) link(2) then unlink(2) of the source, never an existence check then rename.
+    ///
+    /// Of several processes moving one file at once exactly one succeeds: the one whose unlink of
+    /// the source succeeded. A loser (ENOENT) takes its link back and reports ENOENT, as rename would.
+    /// A crash between the two calls leaves the file under both names with st_nlink 2: recovery
+    /// finishes the move (`Spool.completeInterruptedMoves`).
+    static func moveNoReplace(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
+                              describing source: String, _ target: String) throws(SystemError) {
+        let renamed = try retryingEINTR("rename", source, tolerating: EINVAL, ENOSYS) {
+            dfl_rename_noreplace(fromFolder, from, toFolder, to)
+        }
+        if renamed != nil { return }
+        _ = try retryingEINTR("link", target) { linkat(fromFolder, from, toFolder, to, 0) }
+        do {
+            _ = try retryingEINTR("rename (link and unlink)", source) { unlinkat(fromFolder, from, 0) }
+        } catch {
+            _ = unlinkat(toFolder, to, 0)
+            throw error
         }
     }
 
@@ -63,10 +74,7 @@ enum FileSystem {
 
     /// Removes a file if it is there; other errors are reported.
     static func removeIfPresent(_ path: String) throws(SystemError) {
-        if Glibc.unlink(path) == 0 { return }
-        let code = dfl_errno()
-        if code == ENOENT { return }
-        throw SystemError(code: code, operation: "unlink", path: path)
+        _ = try retryingEINTR("unlink", path, tolerating: ENOENT) { Glibc.unlink(path) }
     }
 
     /// fsync(2) on a directory so that renames and creations in it are durable.
@@ -96,6 +104,13 @@ enum FileSystem {
     static func availableBytes(at path: String) throws(SystemError) -> Int64 {
         var info = statvfs()
         _ = try retryingEINTR("statvfs", path) { statvfs(path, &info) }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    /// Bytes available to unprivileged users on the file system holding `folder` (fstatvfs(3)).
+    static func availableBytes(in folder: DirectoryHandle) throws(SystemError) -> Int64 {
+        var info = statvfs()
+        _ = try retryingEINTR("statvfs", folder.path) { fstatvfs(folder.descriptor, &info) }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 

@@ -40,3 +40,19 @@ func retryingEINTR<T: BinaryInteger>(
         throw SystemError(code: code, operation: operation, path: path)
     }
 }
+
+/// `retryingEINTR` for calls where some errno values are answers rather than failures (ENOENT
+/// for "nothing there"): those return nil.
+@inline(__always)
+func retryingEINTR<T: BinaryInteger>(
+    _ operation: String, _ path: String?, tolerating tolerated: Int32..., call: () -> T
+) throws(SystemError) -> T? {
+    while true {
+        let result = call()
+        if result != -1 { return result }
+        let code = dfl_errno()
+        if code == EINTR { continue }
+        if tolerated.contains(code) { return nil }
+        throw SystemError(code: code, operation: operation, path: path)
+    }
+}

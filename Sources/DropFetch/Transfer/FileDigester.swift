@@ -35,9 +35,9 @@ final class FileDigester {
     private let shared: Shared
     private var thread: pthread_t?
 
-    /// Starts hashing `path` from its first byte; `available` bytes are already valid.
-    init(path: String, checksum: Checksum.Algorithm?, available: Int64) throws(SystemError) {
-        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW)
+    /// Starts hashing `file` (opened for reading) from its first byte; `available` bytes are already valid.
+    init(file: FileDescriptor, checksum: Checksum.Algorithm?, available: Int64) throws(SystemError) {
+        let path = file.path
         let fd = try retryingEINTR("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }
         shared = Shared(file: file, wakeup: FileDescriptor(rawValue: fd, path: "eventfd"), extra: checksum,
                         start: available)

@@ -13,14 +13,19 @@ enum ResumeDecision: Sendable, Equatable {
     /// - Parameters:
     ///   - offset: the `Range` start that was requested (0 when none).
     ///   - recordedTotal: the full size the resume record remembers, if any.
+    ///   - validatorMatches: whether the response's ETag (or Last-Modified) equals the record's:
+    ///     a `206` of another version is never appended.
     static func decide(status: Int, contentRange: String?, contentLength: Int64?,
-                       offset: Int64, recordedTotal: Int64?) -> ResumeDecision {
+                       offset: Int64, recordedTotal: Int64?, validatorMatches: Bool = true) -> ResumeDecision {
         switch status {
         case 200:
             return .write(at: 0, total: contentLength)
         case 206:
             guard offset > 0 else {
                 return .restart("206 Partial Content to a request without Range")
+            }
+            guard validatorMatches else {
+                return .restart("206 for another version of the file (its validator differs from the record's)")
             }
             guard let header = contentRange, let range = ContentRange(header), let first = range.first else {
                 return .restart("206 without a valid Content-Range")

@@ -1,45 +1,76 @@
 import Foundation
 
-/// What is known about a `.part` file, kept beside it as `.<file>.part.json`, so a later run can
-/// ask for the rest with `Range` + `If-Range` (RFC 9110 §13.1.5) and check the answer.
+/// What is known about a `.part` file, kept beside it as `.<file>.part.json`: who owns it, and
+/// what a later run needs to ask for the rest with `Range` + `If-Range` (RFC 9110 §13.1.5).
+///
+/// The record is the on-disk proof of name ownership (invariant 6): it names the owner job and its
+/// claim (the job file's inode, which every move of the job keeps), so another job, another agent
+/// or a restart never takes the name, and recovery never mistakes another job's file for its own.
 struct ResumeRecord: Codable, Sendable, Equatable {
-    var schema = 1
-    /// The URL the data came from, credentials replaced by `***` (DESIGN.md §3): a partial download
-    /// left behind by a failed job must not keep a password in the destination.
-    var url: String
+    var schema = 2
+    /// The owner job's name as dropped (`x.url`).
+    var owner: String
+    /// The owner's claim: the inode of its job file, kept by rename(2) and link(2).
+    var claim: UInt64
+    /// The inode of the `.part` itself, so that recovery can tell its own published file.
+    var part: UInt64
+    /// The URL the data came from, credentials replaced by `***`: a partial download left behind
+    /// must not keep a password in the destination.
+    var url: String?
+    /// The index of the mirror that wrote the data: the next attempt starts there.
+    var mirror = 0
     /// A strong ETag; weak ones (`W/`) cannot validate byte ranges.
     var etag: String?
     var lastModified: String?
     /// The complete size announced by the server, when it did.
     var size: Int64?
+    /// Bytes of the `.part` that were fsynced when this record was written: the record never counts
+    /// bytes that a power loss could take back.
+    var bytes: Int64 = 0
 
-    init(url: String, etag: String?, lastModified: String?, size: Int64?) {
+    init(owner: String, claim: UInt64, part: UInt64) {
+        self.owner = owner
+        self.claim = claim
+        self.part = part
+    }
+
+    /// The `If-Range` value: the strong ETag, else Last-Modified; nil when nothing proves that
+    /// the server still has the same file, and the data must then be fetched again from zero.
+    var validator: String? { etag ?? lastModified }
+
+    /// Records the validators of the response that is being written.
+    mutating func describe(url: String, mirror: Int, etag: String?, lastModified: String?, size: Int64?) {
         self.url = url
+        self.mirror = mirror
         self.etag = etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
         self.lastModified = lastModified
         self.size = size
     }
 
-    /// The `If-Range` value: the strong ETag, else Last-Modified.
-    var validator: String? { etag ?? lastModified }
-
-    static func path(forPart part: String) -> String { part + ".json" }
-
-    /// The temp file `save` writes first: one fixed name per record (a part has one writer), so
-    /// a temp left by a crash is found and removed when the part is reopened.
-    static func tempPath(forRecord record: String) -> String {
-        FileSystem.directoryName(of: record) + "/." + FileSystem.baseName(of: record) + ".tmp"
+    /// Whether a response's validators prove it is the recorded file (a strong comparison).
+    func matches(etag responseETag: String?, lastModified responseDate: String?) -> Bool {
+        if let etag { return responseETag == etag }
+        if let lastModified { return responseDate == lastModified }
+        return false
     }
 
-    static func load(_ path: String) -> ResumeRecord? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(ResumeRecord.self, from: data)
+    func isOwned(by owner: PartOwner) -> Bool { claim == owner.claim && self.owner == owner.job }
+
+    static func name(forPart part: String) -> String { part + ".json" }
+
+    static func decode(_ bytes: [UInt8]) -> ResumeRecord? {
+        try? JSONDecoder().decode(ResumeRecord.self, from: Data(bytes))
     }
 
-    func save(to path: String, durable: Bool) throws(SystemError) {
+    func encoded() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(self)) ?? Data()
-        try AtomicFile.write(Array(data), to: path, durable: durable, mode: 0o600, temp: ResumeRecord.tempPath(forRecord: path))
+        return Array((try? encoder.encode(self)) ?? Data())
     }
+}
+
+/// The job that owns a `.part` name: its name as dropped and its claim (job file inode).
+struct PartOwner: Sendable, Equatable {
+    var job: String
+    var claim: UInt64
 }

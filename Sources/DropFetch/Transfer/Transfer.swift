@@ -16,99 +16,32 @@ final class Transfer {
 
     let request: TransferRequest
     let easy: CurlEasy
-    private let file: FileDescriptor
-    private let recordPath: String
-    private var record: ResumeRecord?
-    private var recordIsSaved = true
-    /// Whether a resume record may exist on disk (loaded or written by this transfer).
-    private var recordOnDisk = false
+    /// The `.part` this download owns; it outlives the transfer between attempts.
+    let part: PartFile
     private var state = State.awaitingResponse
     /// The `Range` start sent with this request.
     let requestedOffset: Int64
     /// Bytes of valid data in the `.part` file.
-    private(set) var written: Int64 = 0
+    var written: Int64 { part.size }
     /// The full size of the file, once the server has said it.
     private(set) var total: Int64?
     /// How the data is hashed; nil until the response is accepted.
-    private var hashing: Hashing?
-
-    /// Small files are hashed in the write callback; big ones and resumed prefixes by a worker thread.
-    private enum Hashing {
-        case inline(sha256: Digest, extra: Digest?)
-        case background(FileDigester)
-    }
-
-    /// Below this known size a worker thread costs more than it saves.
-    static let backgroundHashingThreshold: Int64 = 8 << 20
+    private var digest: DownloadDigest?
     private var response = ResponseHeaders()
     /// The address refused by `block_private_addresses`, if one was.
     private var blockedAddress: String?
     private let crashPlan: CrashPlan?
 
-    /// Another process (an agent sharing the destination) holds the `.part` file's lock.
-    struct PartInUse: Error, CustomStringConvertible {
-        let path: String
-        var description: String { "\(path) is being written by another process" }
-    }
-
-    /// Opens or creates the `.part` file, takes its flock(2) for as long as this transfer lives
-    /// (agents sharing a destination may pick the same name), and prepares the request; does
-    /// not start it. Throws `PartInUse` when another process holds the part.
-    init(_ request: TransferRequest, crashPlan: CrashPlan? = nil) throws {
+    /// Prepares the request for the data `part` still lacks; does not start it. Data that no
+    /// validator can vouch for, or that the record does not count as durable, is cut off first.
+    init(_ request: TransferRequest, part: PartFile, crashPlan: CrashPlan? = nil) throws {
         self.request = request
+        self.part = part
         self.crashPlan = crashPlan
-        recordPath = ResumeRecord.path(forPart: request.partPath)
-        let (file, created) = try Transfer.openPart(request.partPath, mode: request.fileMode)
-        guard try file.tryLockExclusive() else { throw PartInUse(path: request.partPath) }
-        self.file = file
-        let size = Int64(try file.status().st_size)
-        let saved = created ? nil : ResumeRecord.load(recordPath)
-        if !created { try? FileSystem.removeIfPresent(ResumeRecord.tempPath(forRecord: recordPath)) }
-        if size > 0, let saved, saved.url == Redaction.url(request.url), saved.size.map({ size <= $0 }) ?? true {
-            requestedOffset = size
-            record = saved
-            recordOnDisk = true
-        } else {
-            if size > 0 { try file.truncate(to: 0) }
-            requestedOffset = 0
-            record = nil
-            recordOnDisk = saved != nil
-        }
-        written = requestedOffset
-        total = record?.size
+        requestedOffset = try part.resumableBytes()
+        total = requestedOffset > 0 ? part.record.size : nil
         easy = try CurlEasy()
         try configure()
-    }
-
-    /// New parts are created with O_EXCL and the configured mode (fchmod(2), whatever the umask);
-    /// an existing one is reopened, never through a symlink. Anything planted under the `.part` name
-    /// that is not a plain file of ours (a symlink, a FIFO, a hard link) is unlinked, not followed.
-    private static func openPart(_ path: String, mode: UInt32) throws(SystemError) -> (FileDescriptor, created: Bool) {
-        for _ in 0..<3 {
-            do {
-                let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
-                _ = try retryingEINTR("fchmod", path) { fchmod(file.rawValue, mode_t(mode)) }
-                return (file, true)
-            } catch where error.code == EEXIST {
-                if let info = try? FileSystem.lstatus(path), (info.st_mode & S_IFMT) != S_IFREG || info.st_nlink != 1 {
-                    try FileSystem.unlink(path)
-                    continue
-                }
-                do {
-                    let file = try FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK)
-                    let info = try file.status()
-                    guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
-                        try FileSystem.unlink(path)
-                        continue
-                    }
-                    return (file, false)
-                } catch where error.code == ELOOP || error.code == ENOENT {
-                    try? FileSystem.unlink(path)
-                    continue
-                }
-            }
-        }
-        throw SystemError(code: EEXIST, operation: "open (something keeps replacing the part file)", path: path)
     }
 
     private func configure() throws {
@@ -137,7 +70,7 @@ final class Transfer {
         var headers = request.headers
         if requestedOffset > 0 {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
-            if let validator = record?.validator { headers.append("If-Range: \(validator)") }
+            if let validator = part.record.validator { headers.append("If-Range: \(validator)") }
         }
         if !headers.isEmpty { try easy.setHeaders(headers) }
         try easy.set(CURLOPT_HEADERFUNCTION, callback: transferHeaderCallback)
@@ -175,22 +108,15 @@ final class Transfer {
             return false
         }
         do {
-            try file.write(data)
+            try part.file.write(data)
         } catch {
             let kind: ErrorKind = error.isNoSpace ? .noSpace : .internal
             state = .failed(Failure(kind, error.description))
             return false
         }
-        written += Int64(data.count)
-        switch hashing {
-        case .inline(let sha256, let extra)?:
-            sha256.update(data)
-            extra?.update(data)
-        case .background(let digester)?:
-            digester.advance(to: written)
-        case nil:
-            break
-        }
+        part.size += Int64(data.count)
+        digest?.append(data, size: part.size)
+        part.startWritebackIfDue()
         crashPlan?.reach(.midTransfer)
         return true
     }
@@ -223,7 +149,8 @@ final class Transfer {
         let decision = ResumeDecision.decide(
             status: status, contentRange: response["content-range"],
             contentLength: response["content-length"].flatMap { Int64($0.trimmingWhitespace()) },
-            offset: requestedOffset, recordedTotal: record?.size)
+            offset: requestedOffset, recordedTotal: part.record.size,
+            validatorMatches: part.record.matches(etag: response["etag"], lastModified: response["last-modified"]))
         do {
             switch decision {
             case .write(let offset, let size):
@@ -232,18 +159,18 @@ final class Transfer {
                     return false
                 }
                 if let size, request.minFreeSpace > 0 {
-                    let folder = FileSystem.directoryName(of: request.partPath)
-                    let free = try FileSystem.availableBytes(at: folder)
+                    let free = try FileSystem.availableBytes(in: part.folder)
                     if free - (size - offset) < request.minFreeSpace {
                         state = .failed(Failure(.noSpace, "\(size - offset) more bytes would leave less than "
-                            + "min_free_space (\(request.minFreeSpace)) free in \(folder)"))
+                            + "min_free_space (\(request.minFreeSpace)) free in \(part.folder.path)"))
                         return false
                     }
                 }
                 try begin(at: offset, total: size)
                 state = .writing
             case .alreadyComplete:
-                try startDigester(available: requestedOffset)
+                digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm,
+                                                  available: requestedOffset, total: nil)
                 state = .alreadyComplete
                 return false
             case .restart(let reason):
@@ -260,50 +187,21 @@ final class Transfer {
         return true
     }
 
-    /// Positions the file for the body and saves the validators that a later resume will send.
+    /// Positions the file for the body and records the validators a later resume will send.
     private func begin(at offset: Int64, total size: Int64?) throws(SystemError) {
-        if offset == 0 {
-            if written > 0 { try file.truncate(to: 0) }
-            try file.seek(to: 0)
-            written = 0
-        } else {
-            try file.seek(to: offset)
-            written = offset
-        }
+        try part.truncate(to: offset)
         total = size
-        try startDigester(available: written)
-        let fresh = ResumeRecord(url: Redaction.url(request.url), etag: response["etag"],
-                                 lastModified: response["last-modified"], size: size)
-        guard fresh != record else { return }
-        record = fresh
-        recordIsSaved = false
+        digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm, available: part.size,
+                                          total: size)
+        part.describe(url: Redaction.url(request.url), mirror: request.mirror, etag: response["etag"],
+                      lastModified: response["last-modified"], total: size)
         // Small files are cheaper to fetch again than to describe: their record waits for the
-        // periodic refresh, which a transfer of under a second never reaches.
-        if (size ?? Int64.max) >= Transfer.recordThreshold { try saveRecord() }
+        // periodic checkpoint, which a transfer of under a second never reaches.
+        if (size ?? Int64.max) >= Transfer.recordThreshold { try part.checkpoint() }
     }
 
-    /// Files at least this big get their resume record before the first body byte.
+    /// Files at least this big get their validators recorded before the first body byte.
     static let recordThreshold: Int64 = 1 << 20
-
-    /// Writes the resume record if the current one is not on disk yet (periodic refresh, stop).
-    func saveRecord() throws(SystemError) {
-        guard let record, !recordIsSaved else { return }
-        try record.save(to: recordPath, durable: request.durable)
-        recordIsSaved = true
-        recordOnDisk = true
-    }
-
-    /// A fresh digester for the data from byte 0; the part's first `available` bytes are valid
-    /// (a resumed prefix, hashed in the background while the rest arrives).
-    private func startDigester(available: Int64) throws(SystemError) {
-        hashing = nil
-        let algorithm = request.checksum?.algorithm
-        if available == 0, let total, total < Transfer.backgroundHashingThreshold {
-            hashing = .inline(sha256: Digest(.sha256), extra: algorithm.flatMap { $0 == .sha256 ? nil : Digest($0) })
-        } else {
-            hashing = .background(try FileDigester(path: request.partPath, checksum: algorithm, available: available))
-        }
-    }
 
     // MARK: - Completion
 
@@ -323,7 +221,7 @@ final class Transfer {
         case .awaitingResponse, .writing:
             if let blockedAddress {
                 return .failed(TransferFailure(
-                    failure: Failure(.network, "refused to connect to \(blockedAddress): a private or local address (block_private_addresses)"),
+                    failure: Failure(.blocked, "refused to connect to \(blockedAddress): a private or local address (block_private_addresses)"),
                     httpStatus: nil, retryAfter: nil, bytes: written, resumedFrom: requestedOffset, isFinal: true))
             }
             if code != CURLE_OK {
@@ -362,13 +260,8 @@ final class Transfer {
 
     private func complete(httpStatus: Int) -> TransferOutcome {
         let digests: (sha256: String, extra: String?)
-        let outcome: Result<(sha256: String, extra: String?), SystemError>
-        switch hashing {
-        case .inline(let sha256, let extra)?: outcome = .success((sha256.finalize(), extra?.finalize()))
-        case .background(let digester)?: outcome = digester.finish(size: written)
-        case nil: outcome = .failure(SystemError(code: EIO, operation: "hash (no response accepted)", path: request.partPath))
-        }
-        switch outcome {
+        switch digest?.finish(size: written)
+            ?? .failure(SystemError(code: EIO, operation: "hash (no response accepted)", path: part.path)) {
         case .success(let values): digests = values
         case .failure(let error):
             return .failed(TransferFailure(failure: Failure(.internal, error.description), httpStatus: httpStatus,
@@ -388,17 +281,6 @@ final class Transfer {
                                          contentDisposition: response["content-disposition"]))
     }
 
-    /// Makes the data durable before the rename that publishes it (fsync(2)).
-    func syncData() throws(SystemError) {
-        if request.durable { try file.sync() }
-    }
-
-    /// Removes the resume record once the data is complete or thrown away.
-    func discardRecord() {
-        guard recordOnDisk else { return }
-        try? FileSystem.removeIfPresent(recordPath)
-        recordOnDisk = false
-    }
 }
 
 private let transferHeaderCallback: dfc_data_callback = { pointer, size, count, context in

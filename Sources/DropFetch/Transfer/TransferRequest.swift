@@ -1,8 +1,8 @@
 /// Everything one download attempt needs, chosen by the agent from the job and the config.
 struct TransferRequest: Sendable {
     var url: String
-    /// The hidden `.<file>.part` path that receives the data.
-    var partPath: String
+    /// The index of `url` among the download's mirrors, kept in the resume record.
+    var mirror = 0
     var headers: [String] = []
     var checksum: Checksum?
     var maxFileSize: Int64

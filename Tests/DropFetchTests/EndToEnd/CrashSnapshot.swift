@@ -2,7 +2,7 @@ import Foundation
 
 /// What a crash left on disk for each job, which decides the requests a later run may make:
 /// none for a job already filed or published, a `Range` request from the `.part` size for data
-/// with a resume record, and a fresh fetch only for data that cannot be validated.
+/// its resume record counts as durable, and a fresh fetch only for data that cannot be validated.
 struct CrashSnapshot {
     enum Progress: Equatable, CustomStringConvertible {
         /// The job file is in done/ or failed/.
@@ -43,12 +43,22 @@ struct CrashSnapshot {
             } else if FileManager.default.fileExists(atPath: audit.destination + "/" + job.file) {
                 progress[job.name] = .published
             } else if let partSize, partSize > 0 {
-                progress[job.name] = FileManager.default.fileExists(atPath: part + ".json") ? .resumable(partSize) : .unvalidated
+                progress[job.name] = CrashSnapshot.resumableBytes(part: part, size: partSize).map { .resumable($0) } ?? .unvalidated
             } else {
                 progress[job.name] = .untouched
             }
         }
         self.progress = progress
+    }
+
+    /// The bytes a restart may resume: those the resume record counts as fsynced, provided it
+    /// names a validator (ETag or Last-Modified); nil when the data cannot be vouched for.
+    static func resumableBytes(part: String, size: Int) -> Int? {
+        guard let data = FileManager.default.contents(atPath: part + ".json"),
+              let record = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              record["etag"] != nil || record["lastModified"] != nil,
+              let bytes = record["bytes"] as? Int, bytes > 0 else { return nil }
+        return min(size, bytes)
     }
 
     /// Jobs in one state of progress.

@@ -34,7 +34,8 @@ struct DaemonTests {
         try fixture.drop("slow.url", server.url("/slow.bin") + "\n")
         let part = fixture.destination + "/.slow.bin.part"
         #expect(try waitUntil { (fixture.fileSize(part) ?? 0) >= 300_000 }, "\(fixture.log)")
-        #expect(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/test-agent/slow.state.json") })
+        // The agent counts data as resumable once it is durable (fdatasync, then the resume record).
+        #expect(try waitUntil { (CrashSnapshot.resumableBytes(part: part, size: fixture.fileSize(part) ?? 0) ?? 0) > 0 })
         fixture.killDaemon()
         #expect(fixture.jobs(in: "done").isEmpty)
         #expect(FileManager.default.fileExists(atPath: fixture.spool + "/work/test-agent/slow.url"))

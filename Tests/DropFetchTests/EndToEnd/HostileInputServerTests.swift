@@ -284,34 +284,34 @@ struct HostileInputServerTests {
     // MARK: - block_private_addresses (B)
 
     static let blockedCases: [Case] = [
-        Case(id: "B01", job: "B01.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B01", job: "B01.url", outcome: .failed(.blocked), setup: { c in
             c.serve("/B01/B01.bin", as: nil)
             try c.drop("B01.url", c.url("/B01/B01.bin") + "\n")
         }, check: refusedBeforeConnecting("B01")),
-        Case(id: "B02", job: "B02.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B02", job: "B02.url", outcome: .failed(.blocked), setup: { c in
             try c.drop("B02.url", "http://[::1]:\(c.server.port)/B02/B02.bin\n")
         }, check: refusedBeforeConnecting("B02")),
-        Case(id: "B03", job: "B03.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B03", job: "B03.url", outcome: .failed(.blocked), setup: { c in
             c.serve("/B03/B03.bin", as: nil)
             try c.drop("B03.url", "http://localhost:\(c.server.port)/B03/B03.bin\n")
         }, check: refusedBeforeConnecting("B03")),
-        Case(id: "B04", job: "B04.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B04", job: "B04.url", outcome: .failed(.blocked), setup: { c in
             c.serve("/B04/B04.bin", as: nil)
             try c.drop("B04.url", "http://[::ffff:127.0.0.1]:\(c.server.port)/B04/B04.bin\n")
         }, check: refusedBeforeConnecting("B04")),
-        Case(id: "B05", job: "B05.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B05", job: "B05.url", outcome: .failed(.blocked), setup: { c in
             c.serve("/B05/B05.bin", as: nil)
             try c.drop("B05.url", "http://0x7f.1:\(c.server.port)/B05/B05.bin\n")
         }, check: refusedBeforeConnecting("B05")),
-        Case(id: "B06", job: "B06.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B06", job: "B06.url", outcome: .failed(.blocked), setup: { c in
             c.server.setFaults("/B06/B06.bin", [.redirect(to: "http://127.0.0.1:\(c.server.port)/B06/next")])
             c.serve("/B06/next", as: nil)
             try c.drop("B06.url", c.url("/B06/B06.bin") + "\n")
         }, check: refusedBeforeConnecting("B06")),
-        Case(id: "B07", job: "B07.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B07", job: "B07.url", outcome: .failed(.blocked), setup: { c in
             try c.drop("B07.url", "http://169.254.169.254/latest/meta-data/B07\n")
         }, check: refusedBeforeConnecting("B07")),
-        Case(id: "B08", job: "B08.url", outcome: .failed(.network), setup: { c in
+        Case(id: "B08", job: "B08.url", outcome: .failed(.blocked), setup: { c in
             try c.drop("B08.url", "http://10.255.255.1:\(c.server.port)/B08/B08.bin\n")
         }, check: refusedBeforeConnecting("B08")),
     ]

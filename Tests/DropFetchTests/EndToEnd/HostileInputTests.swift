@@ -227,12 +227,12 @@ struct HostileInputTests {
             try c.plantSymlink(".P05.bin.part.json", to: target)
             try c.drop("P05.url", c.url("/P05/P05.bin") + "\n")
         }),
-        Case(id: "P06", job: "P06.url", outcome: .failed(.internal), files: ["P06"], setup: { c in
+        Case(id: "P06", job: "P06.url", outcome: .failed(.invalidJob), files: ["P06"], setup: { c in
             try c.plantSymlink("P06", to: c.sentinel)
             c.serve("/P06/P06.bin", as: nil)
             try c.drop("P06.url", "\(c.url("/P06/P06.bin"))\n  dir=P06\n")
         }),
-        Case(id: "P07", job: "P07.url", outcome: .failed(.internal), files: ["P07"], setup: { c in
+        Case(id: "P07", job: "P07.url", outcome: .failed(.invalidJob), files: ["P07"], setup: { c in
             try c.plantSymlink("P07", to: c.sentinel)
             c.serve("/P07/P07.bin", as: nil)
             try c.drop("P07.url", "\(c.url("/P07/P07.bin"))\n  dir=P07/sub\n")

@@ -93,11 +93,13 @@ struct MultiAgentTests {
         for job in jobs { try fixture.drop(job.name, server.url(job.path) + "\n") }
         let part = fixture.destination + "/.big.bin.part"
         #expect(try waitUntil { (fixture.fileSize(part) ?? 0) >= 300_000 }, "\(fixture.log)")
-        #expect(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/a/big.state.json") })
+        #expect(try waitUntil { (CrashSnapshot.resumableBytes(part: part, size: fixture.fileSize(part) ?? 0) ?? 0) > 0 })
         #expect(agentA.kill() == .signalled(SIGKILL))
-        #expect(fixture.jobs(in: "work/a") == ["big.url", "medium.url", "small.url"],
-                "small waits behind the two running jobs (total: 2)")
-        let saved = try #require(fixture.fileSize(part))
+        #expect(fixture.jobs(in: "work/a") == ["big.url", "medium.url"],
+                "small waits in the inbox behind the two running jobs (total: 2)")
+        #expect(fixture.jobs(in: "inbox") == ["small.url"])
+        // What the resume record counts as durable is what may be resumed.
+        let saved = try #require(CrashSnapshot.resumableBytes(part: part, size: fixture.fileSize(part) ?? 0))
         let before = server.completedRequests().count
 
         #expect(try AgentProcess.run(["run", "--once"], config: configB, log: fixture.logPath, in: fixture) == .exited(0),
@@ -180,14 +182,18 @@ struct MultiAgentTests {
         let configA = try fixture.writeAgentConfig(agentID: "a", "concurrency: { total: 6, per_host: 6 }\n")
         let configB = try fixture.writeAgentConfig(agentID: "b", "concurrency: { total: 6, per_host: 6 }\n")
         // Agent a claims the first six jobs; the next six arrive after it started, for agent b.
+        // Dropped files are backdated: a scan claims a file only once it has settled (2 s).
+        let settled = [FileAttributeKey.modificationDate: Date(timeIntervalSinceNow: -10)]
         for (index, job) in jobs.enumerated().prefix(6) {
             try fixture.drop(job.name, server.url("/n/\(index).bin") + "\n  out=same.bin\n")
+            try FileManager.default.setAttributes(settled, ofItemAtPath: fixture.spool + "/inbox/" + job.name)
         }
         let agentA = try AgentProcess(["run", "--once"], config: configA, log: fixture.logPath, in: fixture)
         try agentA.start()
         #expect(try waitUntil { fixture.jobs(in: "inbox").isEmpty && server.requests.count >= 6 }, "\(fixture.log)")
         for (index, job) in jobs.enumerated().dropFirst(6) {
             try fixture.drop(job.name, server.url("/n/\(index).bin") + "\n  out=same.bin\n")
+            try FileManager.default.setAttributes(settled, ofItemAtPath: fixture.spool + "/inbox/" + job.name)
         }
         let agentB = try AgentProcess(["run", "--once"], config: configB, log: fixture.logPath, in: fixture)
         try agentB.start()

@@ -1,0 +1,102 @@
+import Glibc
+
+extension Agent {
+    /// Files a job that never queued (invalid, unsupported) in failed/.
+    func fileImmediately(_ workName: String, _ base: StatusRecord, _ failure: Failure) {
+        var record = base
+        record.state = .failed
+        record.error = failure
+        record.finished = Timestamp.now()
+        record.folder = nil
+        for index in record.downloads.indices {
+            record.downloads[index].state = .failed
+            record.downloads[index].error = failure
+        }
+        logger.warning("job failed: \(failure.message)", metadata: ["job": "\(record.job)", "kind": "\(failure.kind.rawValue)"])
+        let job = Job(id: nextID, workName: workName, owner: PartOwner(job: record.job, claim: 0),
+                      spec: JobSpec(downloads: []), record: record, arrival: 0)
+        nextID += 1
+        table.add(job)
+        file(job, record)
+    }
+
+    /// Files a job whose downloads are all over, in done/ or failed/.
+    func fileJob(_ job: Job) {
+        var record = job.snapshot()
+        let failures = record.downloads.filter { $0.state != .done }
+        record.state = failures.isEmpty ? .done : (failures.allSatisfy { $0.state == .cancelled } ? .cancelled : .failed)
+        record.finished = Timestamp.now()
+        record.folder = nil
+        record.retryAt = nil
+        if let first = failures.first?.error {
+            record.error = failures.count == 1 || record.downloads.count == 1
+                ? first
+                : Failure(first.kind, "\(failures.count) of \(record.downloads.count) downloads failed; first: \(first.message)")
+        }
+        file(job, record)
+    }
+
+    /// The finish protocol (Spool.file); when it fails (ENOSPC, EIO) the job stays claimed and
+    /// filing is retried with backoff, never forgotten.
+    func file(_ job: Job, _ record: StatusRecord) {
+        let outcome: Spool.Outcome = record.state == .done ? .done : .failed
+        do {
+            let filed = try spool.file(job.workName, as: outcome, status: record) {
+                for download in job.downloads { download.publishedRecord?.removeRecord() }
+            }
+            if outcome == .failed { handledFailure = true }
+            logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
+            announce(record, filedAt: filed)
+            metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
+            metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
+        } catch {
+            let failures = table.filingFailures(of: job) + 1
+            let delay = Int64(min(60_000, 250 << min(failures, 8)))
+            logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])
+            table.filingFailed(job, record: record, retryAt: MonotonicClock.now() + delay)
+            return
+        }
+        table.remove(job)
+        if table.isEmpty, inbox.count == 0, let idle = config.hooks.onIdle {
+            hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
+        }
+    }
+
+    /// Runs `hooks.on_done` or `hooks.on_failed` for a filed job (docs/config.md, hooks).
+    private func announce(_ record: StatusRecord, filedAt path: String) {
+        let done = record.state == .done
+        guard let hook = done ? config.hooks.onDone : config.hooks.onFailed else { return }
+        let files = record.downloads.filter { $0.state == .done }.compactMap(\.file)
+        hooks.run(hook, event: done ? "on_done" : "on_failed", environment: [
+            "DROPFETCH_JOB": record.job, "DROPFETCH_STATE": record.state.rawValue,
+            "DROPFETCH_STATUS_FILE": FileSystem.directoryName(of: path) + "/"
+                + Spool.statusName(forJob: FileSystem.baseName(of: path)),
+            "DROPFETCH_FILES": files.joined(separator: "\n"),
+        ])
+    }
+
+    /// Rewrites `work/<agent>/<name>.state.json` of running jobs with their progress (about once a
+    /// second), after making the data they count durable (PartFile.checkpoint).
+    func refreshStateFiles() {
+        var running: [Job] = []
+        for (transfer, unit) in table.allTransfers {
+            // Writeback was started as the data arrived, so this fdatasync finds little to do.
+            if transfer.written > transfer.part.record.bytes {
+                try? transfer.part.checkpoint()
+            }
+            guard let job = table.job(unit.job) else { continue }
+            job.downloads[unit.download].status.bytes = transfer.written
+            job.downloads[unit.download].status.size = transfer.total
+            if !running.contains(where: { $0 === job }) { running.append(job) }
+        }
+        for job in running { saveState(job) }
+    }
+
+    func saveState(_ job: Job) {
+        do {
+            try spool.writeState(job.snapshot(), for: job.workName)
+        } catch {
+            logger.error("cannot write the state of \(job.workName): \(error)")
+        }
+    }
+}

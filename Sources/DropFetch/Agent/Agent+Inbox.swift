@@ -1,0 +1,184 @@
+import Glibc
+
+extension Agent {
+    /// Looks at every job file in the inbox: settled ones are indexed, the rest looked at again
+    /// once they may have settled (a writer may still be at work).
+    func scanInbox() {
+        let now = Agent.wallNanoseconds()
+        let entries = spool.scanInbox().sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
+        for entry in entries where !inbox.contains(entry.relativePath) {
+            if inbox.scanned(entry.relativePath, modified: entry.modified, now: now) {
+                index(entry.relativePath, arrival: entry.modified, settled: true)
+            }
+        }
+    }
+
+    /// Scanned files that were still changing: indexed if settled since, else watched again.
+    func recheckUnsettled() {
+        let now = Agent.wallNanoseconds()
+        for path in inbox.takeUnsettled(dueBy: now) {
+            guard let info = try? FileSystem.lstatus(spool.inbox + "/" + path) else { continue }
+            let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            if inbox.scanned(path, modified: modified, now: now) { index(path, arrival: modified, settled: true) }
+        }
+    }
+
+    /// Queues an inbox job without claiming it: its priority, class and host are read from the
+    /// file (an unreadable one is queued as it is, to be filed as invalid once claimed).
+    func index(_ path: String, arrival: Int64, settled: Bool) {
+        guard acceptsWork, !inbox.contains(path) else { return }
+        inbox.settledByEvent(path)
+        let folder = Spool.InboxEntry(relativePath: path, modified: 0).folder
+        var priority = 0
+        var className = "default"
+        var host = ""
+        var arrivalTime = arrival
+        if case .success(let bytes) = JobFileReader.read(spool.inbox + "/" + path, limit: config.limits.maxJobFileSize),
+           let spec = try? JobFileParser.parse(bytes) {
+            let found = (try? resolveClass(spec: spec, folder: folder).get()) ?? nil
+            className = found?.name ?? "default"
+            priority = spec.priority ?? found?.priority ?? 0
+            host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
+        }
+        if let released = spool.releasedState(of: path), let submitted = Timestamp.parse(released.submitted) {
+            arrivalTime = submitted * 1_000_000_000
+        }
+        let id = nextID
+        nextID += 1
+        inbox.add(path, id: id, arrival: arrivalTime)
+        scheduler.enqueue(Scheduler.Entry(unit: Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob),
+                                          priority: priority, arrival: Int(arrivalTime), host: host,
+                                          className: className))
+    }
+
+    /// Claims an inbox job the scheduler chose to run now (rename into work/; another agent may
+    /// have taken it) and queues its downloads. Returns whether it is now this agent's.
+    func claimCandidate(_ id: Int) -> Bool {
+        guard let candidate = inbox.candidate(id) else { return false }
+        inbox.remove(id: id)
+        let entry = Spool.InboxEntry(relativePath: candidate.path, modified: 0)
+        let workName: String?
+        do {
+            workName = try spool.claim(entry)
+        } catch {
+            logger.error("cannot claim \(candidate.path): \(error)")
+            return false
+        }
+        guard let workName else { return false }
+        crashPlan?.reach(.claimed)
+        logger.debug("claimed \(candidate.path)")
+        let previous = spool.adoptReleasedState(of: candidate.path, as: workName)
+        admit(workName: workName, jobName: previous?.job ?? entry.name, folder: entry.folder, previous: previous,
+              arrival: candidate.arrival)
+        return true
+    }
+
+    /// Reads, validates and queues a job that is now in `work/<agent>/`; an invalid one is filed
+    /// in failed/ at once. `previous` is its state file when it is being recovered or released.
+    func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64) {
+        let now = Timestamp.now()
+        var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
+                                  agent: agentID, submitted: previous?.submitted ?? now)
+        record.folder = folder
+        record.started = previous?.started
+        record.attempts = previous?.attempts ?? 0
+        let claim = (try? FileSystem.lstatus(spool.work + "/" + workName)).map { UInt64($0.st_ino) } ?? 0
+        let spec: JobSpec
+        switch JobFileReader.read(spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
+        case .failure(let error):
+            return fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+        case .success(let bytes):
+            do {
+                spec = try JobFileParser.parse(bytes)
+            } catch {
+                return fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+            }
+        }
+        record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
+        for download in spec.downloads {
+            for url in download.urls {
+                let scheme = URLParts(url)?.scheme ?? ""
+                guard config.protocols.contains(scheme) else {
+                    return fileImmediately(workName, record, Failure(
+                        .unsupportedProtocol, "\(jobName): line \(download.line): scheme '\(scheme)' is not in protocols \(config.protocols)"))
+                }
+            }
+        }
+        let jobClass: Config.JobClass?
+        switch resolveClass(spec: spec, folder: folder) {
+        case .success(let found): jobClass = found
+        case .failure(let failure):
+            return fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(failure.message)"))
+        }
+        record.className = jobClass?.name ?? "default"
+        record.priority = spec.priority ?? jobClass?.priority ?? 0
+
+        let job = Job(id: nextID, workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
+                      record: record, arrival: arrival)
+        nextID += 1
+        table.add(job)
+        if let previous { restore(job, from: previous) }
+        if job.isFinished { return fileJob(job) }
+        let due = previous?.retryAt.flatMap(Timestamp.parse).map { wall in
+            MonotonicClock.now() + max(0, wall - Int64(time(nil))) * 1000
+        }
+        for index in job.downloads.indices where !job.downloads[index].isFinished {
+            if let due {
+                job.downloads[index].phase = .waiting(until: due, reason: .retry)
+                scheduler.enqueue(entry(for: job, index), due: due)
+            } else {
+                scheduler.enqueue(entry(for: job, index))
+            }
+        }
+    }
+
+    func entry(for job: Job, _ index: Int) -> Scheduler.Entry {
+        Scheduler.Entry(unit: Scheduler.Unit(job: job.id, download: index), priority: job.record.priority,
+                        arrival: Int(job.arrival), host: URLParts(job.downloads[index].currentURL)?.host ?? "",
+                        className: job.record.className)
+    }
+
+    /// After a config reload: jobs that have not started take the new classes and priorities,
+    /// and the queue is re-sorted (running and started jobs keep theirs).
+    func requeueUnstarted() {
+        for job in table.allJobs where job.record.started == nil {
+            guard case .success(let found) = resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
+            job.record.className = found?.name ?? "default"
+            job.record.priority = job.spec.priority ?? found?.priority ?? 0
+        }
+        // Unclaimed inbox jobs are read again under the new classes.
+        scheduler.remove { $0.unit.download == Scheduler.Unit.wholeJob }
+        inbox = InboxIndex()
+        scanInbox()
+        scheduler.rebuild(order: config.order) { [table] entry in
+            guard let job = table.job(entry.unit.job) else { return }
+            entry.priority = job.record.priority
+            entry.className = job.record.className
+        }
+        admission.limits = Admission.Limits(config)
+    }
+
+    /// First matching class (docs/config.md); a job's `class=` picks one by name.
+    func resolveClass(spec: JobSpec, folder: String) -> Result<Config.JobClass?, JobFileError> {
+        if let name = spec.className {
+            guard let found = config.classes.first(where: { $0.name == name }) else {
+                return .failure(JobFileError(line: nil, message: "unknown class '\(name)'"))
+            }
+            return .success(found)
+        }
+        let url = spec.downloads.first?.urls.first ?? ""
+        let host = URLParts(url)?.host ?? ""
+        let found = config.classes.first { jobClass in
+            let match = jobClass.match
+            if let wanted = match.folder, wanted != folder, !folder.hasPrefix(wanted + "/") { return false }
+            if let pattern = match.url, !URLParts.glob(pattern, matches: url) { return false }
+            if let pattern = match.host, !URLParts.glob(pattern, matches: host) { return false }
+            return true
+        }
+        return .success(found)
+    }
+
+    func jobClass(of job: Job) -> Config.JobClass? {
+        config.classes.first { $0.name == job.record.className }
+    }
+}

@@ -1,0 +1,122 @@
+import CCurl
+import Glibc
+
+extension Agent {
+    /// How choosing a download's output name ended.
+    enum NameChoice {
+        case reserved(PartFile)
+        /// This job's file was published by an earlier run (proved by its resume record).
+        case published(file: String, bytes: Int64, sha256: String)
+        /// `on_conflict: overwrite`: the name belongs to another job until it is filed.
+        case ownerBusy(String)
+        case failed(Failure)
+    }
+
+    /// Picks and takes the output name under `on_conflict` (docs/spool.md, invariant 6): a name
+    /// whose `.part` another job owns is never written; `rename` takes the next free one, `fail`
+    /// fails with `exists`, `overwrite` waits for the owner.
+    func reservePart(for download: Job.Download, of job: Job) -> NameChoice {
+        let folder: DirectoryHandle
+        do {
+            folder = try destinationRoot(of: job).descend(download.spec.dir ?? "", create: true)
+        } catch {
+            let kind: ErrorKind = error.code == ELOOP || error.code == ENOTDIR || error.code == EINVAL
+                ? .invalidJob : (error.isNoSpace ? .noSpace : .internal)
+            return .failed(Failure(kind, "cannot use the folder for dir=\(download.spec.dir ?? ""): \(error)"))
+        }
+        let name = download.spec.out ?? FileName.fromURL(download.spec.urls[0])
+        do {
+            for candidate in Agent.nameVariants(name) {
+                if let final = try folder.status(candidate) {
+                    if let sha256 = try provenPublished(candidate, final, in: folder, by: job) {
+                        return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256)
+                    }
+                    switch config.onConflict {
+                    case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
+                    case .rename: continue
+                    case .overwrite: break
+                    }
+                }
+                switch try PartFile.reserve(candidate, in: folder, for: job.owner, mode: config.fileMode, durable: config.fsync) {
+                case .ours(let part):
+                    return .reserved(part)
+                case .taken(let owner):
+                    switch config.onConflict {
+                    case .rename: continue
+                    case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(owner) (on_conflict: fail)"))
+                    case .overwrite: return .ownerBusy(owner)
+                    }
+                }
+            }
+        } catch {
+            return .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
+        }
+        return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
+    }
+
+    /// The SHA-256 of `name` when it is this job's own published file: its `.part` is gone and the
+    /// record left beside the name says this job wrote the file with that inode; else nil.
+    private func provenPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by job: Job) throws(SystemError) -> String? {
+        let partName = PartFile.partName(for: name)
+        guard try folder.status(partName) == nil,
+              let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder),
+              record.isOwned(by: job.owner), record.part == UInt64(final.st_ino),
+              (final.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let file = try folder.open(name, flags: O_RDONLY)
+        let digest = Digest(.sha256)
+        try digest.update(from: file, length: Int64(final.st_size))
+        try? folder.removeIfPresent(ResumeRecord.name(forPart: partName))
+        return digest.finalize()
+    }
+
+    /// The open destination root of a job's class (or the global one), opened once and created if missing.
+    func destinationRoot(of job: Job) throws(SystemError) -> DirectoryHandle {
+        let path = jobClass(of: job)?.destination.map(Agent.absolute) ?? destinationRoot
+        if let open = destinations[path] { return open }
+        let handle = try DirectoryHandle.openRoot(path, create: true)
+        destinations[path] = handle
+        return handle
+    }
+
+    /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within
+    /// `FileName.maxBytes` (NAME_MAX) when `name` is already that long.
+    static func nameVariants(_ name: String) -> some Sequence<String> {
+        let dot = name.dropFirst().firstIndex(of: ".")
+        var stem = dot.map { String(name[..<$0]) } ?? name
+        var suffix = dot.map { String(name[$0...]) } ?? ""
+        if suffix.utf8.count > FileName.maxBytes / 2 {
+            stem = name
+            suffix = ""
+        }
+        return (0..<10_000).lazy.map { number in
+            guard number > 0 else { return name }
+            let marker = ".\(number)"
+            let room = FileName.maxBytes - marker.utf8.count - suffix.utf8.count
+            return FileName.prefix(stem, maxBytes: room) + marker + suffix
+        }
+    }
+
+    /// Shares the bandwidth limits out among the running transfers (CURLOPT_MAX_RECV_SPEED_LARGE):
+    /// the global `rate_limit` and each class's divided evenly, a download's own limit on top.
+    /// Called whenever a transfer starts or ends, so the sums hold.
+    func applyRateLimits() {
+        let classRates = Dictionary(config.classes.compactMap { c in c.rateLimit.map { (c.name, $0) } }) { a, _ in a }
+        let running = Array(table.allTransfers)
+        let anyLimit = config.limits.rateLimit > 0 || !classRates.isEmpty
+            || running.contains { table.job($0.unit.job)?.downloads[$0.unit.download].spec.maxDownloadLimit != nil }
+        guard anyLimit || rateLimitsApplied else { return }
+        rateLimitsApplied = anyLimit
+        for (transfer, unit) in running {
+            guard let job = table.job(unit.job) else { continue }
+            var limits: [Int64] = []
+            if let own = job.downloads[unit.download].spec.maxDownloadLimit, own > 0 { limits.append(own) }
+            if let rate = classRates[job.record.className], rate > 0 {
+                limits.append(max(1, rate / Int64(max(1, admission.active(inClass: job.record.className)))))
+            }
+            if config.limits.rateLimit > 0 {
+                limits.append(max(1, config.limits.rateLimit / Int64(running.count)))
+            }
+            try? transfer.easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: limits.min() ?? 0)
+        }
+    }
+}

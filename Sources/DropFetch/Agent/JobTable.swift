@@ -1,0 +1,84 @@
+/// Every job this agent owns and every transfer it runs: the one place that answers "is this job
+/// running", "which transfer is this", "what is left". Only the event loop uses it.
+struct JobTable {
+    /// What the table knows of one job besides the job itself.
+    private enum State {
+        case active
+        /// Its downloads are over but filing it failed (ENOSPC, EIO): retried at this monotonic time.
+        case filing(StatusRecord, retryAt: Int64, failures: Int)
+    }
+
+    private var jobs: [Int: (job: Job, state: State)] = [:]
+    private var idsByWorkName: [String: Int] = [:]
+    /// Running transfers by easy-handle key.
+    private var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
+
+    var isEmpty: Bool { jobs.isEmpty }
+    var count: Int { jobs.count }
+    var runningCount: Int { transfers.count }
+    var allJobs: some Sequence<Job> { jobs.values.lazy.map(\.job) }
+    var allTransfers: some Sequence<(transfer: Transfer, unit: Scheduler.Unit)> { transfers.values }
+
+    func job(_ id: Int) -> Job? { jobs[id]?.job }
+
+    func job(workName: String) -> Job? { idsByWorkName[workName].flatMap { jobs[$0]?.job } }
+
+    mutating func add(_ job: Job) {
+        jobs[job.id] = (job, .active)
+        idsByWorkName[job.workName] = job.id
+    }
+
+    /// Forgets a job that was filed or left the work folder; its transfers must be ended first.
+    mutating func remove(_ job: Job) {
+        jobs[job.id] = nil
+        idsByWorkName[job.workName] = nil
+    }
+
+    // MARK: - Transfers
+
+    mutating func started(_ transfer: Transfer, for unit: Scheduler.Unit) {
+        transfers[transfer.easy.key] = (transfer, unit)
+        jobs[unit.job]?.job.downloads[unit.download].phase = .running(key: transfer.easy.key)
+    }
+
+    /// The transfer under `key`, forgotten; its download's phase is for the caller to set.
+    mutating func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
+        transfers.removeValue(forKey: key)
+    }
+
+    func transfers(of job: Job) -> [(transfer: Transfer, unit: Scheduler.Unit)] {
+        job.downloads.compactMap { download in
+            if case .running(let key) = download.phase { return transfers[key] }
+            return nil
+        }
+    }
+
+    // MARK: - Filing
+
+    /// A job whose filing failed waits here, with the record to file, for `retryAt`.
+    mutating func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
+        jobs[job.id] = (job, .filing(record, retryAt: retryAt, failures: filingFailures(of: job) + 1))
+    }
+
+    func filingFailures(of job: Job) -> Int {
+        if case .filing(_, _, let failures)? = jobs[job.id]?.state { return failures }
+        return 0
+    }
+
+    /// Jobs whose filing is due again at `now`, with their records.
+    func filingDue(now: Int64) -> [(job: Job, record: StatusRecord)] {
+        jobs.values.compactMap { entry in
+            if case .filing(let record, let due, _) = entry.state, due <= now { return (entry.job, record) }
+            return nil
+        }
+    }
+
+    var nextFilingDue: Int64? {
+        jobs.values.compactMap { entry in
+            if case .filing(_, let due, _) = entry.state { return due }
+            return nil
+        }.min()
+    }
+
+    var hasFilingFailures: Bool { nextFilingDue != nil }
+}

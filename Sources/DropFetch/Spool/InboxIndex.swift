@@ -1,0 +1,71 @@
+/// What waits in the inbox, known without claiming it (docs/spool.md, invariant 7): each job
+/// file's place in the queue, so that the agent claims a job only when it is about to run it
+/// and agents sharing a spool share the work.
+///
+/// A file found by a scan rather than an inotify event is indexed only once settled: its mtime
+/// at least two seconds old, so a writer still at work is never read half-done.
+struct InboxIndex {
+    /// A job file waiting in the inbox, as the scheduler orders it.
+    struct Candidate: Sendable {
+        /// Relative to the inbox, e.g. `urgent/x.url`.
+        var path: String
+        var arrival: Int64
+    }
+
+    /// How old an mtime must be (nanoseconds) before a scanned file counts as settled.
+    static let settleTime: Int64 = 2_000_000_000
+
+    private var candidates: [Int: Candidate] = [:]
+    private var ids: [String: Int] = [:]
+    /// Files seen by a scan while still changing: path → the mtime seen (nanoseconds).
+    private var unsettled: [String: Int64] = [:]
+
+    var count: Int { candidates.count }
+    var unsettledCount: Int { unsettled.count }
+
+    func contains(_ path: String) -> Bool { ids[path] != nil }
+
+    func candidate(_ id: Int) -> Candidate? { candidates[id] }
+
+    mutating func add(_ path: String, id: Int, arrival: Int64) {
+        unsettled[path] = nil
+        candidates[id] = Candidate(path: path, arrival: arrival)
+        ids[path] = id
+    }
+
+    /// Forgets a candidate: claimed by this agent, or gone (another agent took it).
+    mutating func remove(id: Int) {
+        guard let candidate = candidates.removeValue(forKey: id) else { return }
+        ids[candidate.path] = nil
+    }
+
+    /// A scanned file: settled when its mtime is old enough, else remembered for a later look.
+    mutating func scanned(_ path: String, modified: Int64, now: Int64) -> Bool {
+        if modified <= now - InboxIndex.settleTime {
+            unsettled[path] = nil
+            return true
+        }
+        unsettled[path] = modified
+        return false
+    }
+
+    /// When the earliest unsettled file may have settled (wall nanoseconds); files written within
+    /// a moment of it are waited for too, so that a batch is indexed together and runs in queue order.
+    var nextSettleCheck: Int64? {
+        guard let first = unsettled.values.min() else { return nil }
+        let batch = unsettled.values.filter { $0 <= first + 250_000_000 }.max() ?? first
+        return batch + InboxIndex.settleTime
+    }
+
+    /// Unsettled files to look at again; each is dropped here and comes back through `scanned`.
+    mutating func takeUnsettled(dueBy now: Int64) -> [String] {
+        let due = unsettled.filter { $0.value + InboxIndex.settleTime <= now }.map(\.key)
+        for path in due { unsettled[path] = nil }
+        return due.sorted()
+    }
+
+    /// A file settled by an inotify close or move event needs no waiting.
+    mutating func settledByEvent(_ path: String) {
+        unsettled[path] = nil
+    }
+}

@@ -1,0 +1,197 @@
+import CLinux
+import Glibc
+
+/// A download's hidden `.<file>.part` and its resume record, reached through the folder's
+/// descriptor. Holding one means owning the name: it was created with O_EXCL for its owner job,
+/// or reopened because its record names that job (docs/spool.md, invariant 6).
+final class PartFile {
+    /// How `reserve` ended.
+    enum Reservation {
+        case ours(PartFile)
+        /// Another job (named, or "another process") owns the name.
+        case taken(by: String)
+    }
+
+    let folder: DirectoryHandle
+    /// The final name the data will be published under.
+    let finalName: String
+    /// `.<finalName>.part`, the final name shortened to 200 bytes first so that the part, its
+    /// record and the record's temp file fit NAME_MAX.
+    let name: String
+    let file: FileDescriptor
+    private(set) var record: ResumeRecord
+    private let durable: Bool
+    /// Bytes known to be in the file and valid (the writer keeps it current).
+    var size: Int64
+
+    var recordName: String { ResumeRecord.name(forPart: name) }
+    var path: String { folder.path + "/" + name }
+    var finalPath: String { folder.path + "/" + finalName }
+
+    private init(folder: DirectoryHandle, finalName: String, name: String, file: FileDescriptor,
+                 record: ResumeRecord, size: Int64, durable: Bool) {
+        self.folder = folder
+        self.finalName = finalName
+        self.name = name
+        self.file = file
+        self.record = record
+        self.size = size
+        self.durable = durable
+    }
+
+    static func partName(for finalName: String) -> String {
+        "." + FileName.shortened(finalName, maxBytes: 200) + ".part"
+    }
+
+    /// Takes the `.part` of `finalName` for `owner`: created with O_EXCL (openat(2)) and its record
+    /// written, or reopened when its record names this owner. `adoptUnrecorded` takes a part that
+    /// has no readable record (a power loss before it reached the disk) when the owner's own state
+    /// names this file. Anything planted under the name that is not a plain file is unlinked.
+    static func reserve(_ finalName: String, in folder: DirectoryHandle, for owner: PartOwner, mode: UInt32,
+                        durable: Bool, adoptUnrecorded: Bool = false) throws(SystemError) -> Reservation {
+        let name = partName(for: finalName)
+        for _ in 0..<4 {
+            do {
+                let file = try folder.open(name, flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
+                _ = try retryingEINTR("fchmod", file.path) { fchmod(file.rawValue, mode_t(mode)) }
+                _ = try file.tryLockExclusive()
+                let inode = UInt64(try file.status().st_ino)
+                let part = PartFile(folder: folder, finalName: finalName, name: name, file: file,
+                                    record: ResumeRecord(owner: owner.job, claim: owner.claim, part: inode),
+                                    size: 0, durable: durable)
+                try part.writeRecord()
+                return .ours(part)
+            } catch where error.code == EEXIST {
+                guard let info = try folder.status(name) else { continue }
+                if (info.st_mode & S_IFMT) != S_IFREG || info.st_nlink != 1 {
+                    try folder.removeIfPresent(name)
+                    continue
+                }
+                let record = readRecord(ResumeRecord.name(forPart: name), in: folder)
+                if let record, !record.isOwned(by: owner) { return .taken(by: record.owner) }
+                let file: FileDescriptor
+                do {
+                    file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
+                } catch where error.code == ELOOP || error.code == ENOENT {
+                    continue
+                }
+                let opened = try file.status()
+                guard (opened.st_mode & S_IFMT) == S_IFREG, opened.st_nlink == 1 else { continue }
+                guard try file.tryLockExclusive() else { return .taken(by: "another process") }
+                if record == nil, !adoptUnrecorded {
+                    // No owner and no writer (the creator takes the lock before the record exists):
+                    // planted or left by a crash, so it is replaced, never written through.
+                    try folder.removeIfPresent(name)
+                    continue
+                }
+                let inode = UInt64(opened.st_ino)
+                var kept = record ?? ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
+                if kept.part != inode {
+                    // The record describes an earlier file of this name: nothing in it can be trusted.
+                    kept = ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
+                }
+                let part = PartFile(folder: folder, finalName: finalName, name: name, file: file, record: kept,
+                                    size: Int64(opened.st_size), durable: durable)
+                try? folder.removeIfPresent(part.recordTempName)
+                if record == nil || kept != record { try part.writeRecord() }
+                return .ours(part)
+            }
+        }
+        throw SystemError(code: EEXIST, operation: "open (something keeps replacing the part file)",
+                          path: folder.path + "/" + name)
+    }
+
+    /// Removes the resume records a filed job left beside its published files (a crash between
+    /// filing and the record's removal), when they name that job.
+    static func removeRecords(of filed: StatusRecord, owner: PartOwner) {
+        for download in filed.downloads where download.state == .done {
+            guard let file = download.file,
+                  let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: file), create: false) else { continue }
+            let recordName = ResumeRecord.name(forPart: partName(for: FileSystem.baseName(of: file)))
+            if readRecord(recordName, in: folder)?.isOwned(by: owner) == true { try? folder.removeIfPresent(recordName) }
+        }
+    }
+
+    static func readRecord(_ name: String, in folder: DirectoryHandle) -> ResumeRecord? {
+        guard let file = try? folder.open(name, flags: O_RDONLY), let bytes = try? file.readAll(limit: 1 << 16) else {
+            return nil
+        }
+        return ResumeRecord.decode(bytes)
+    }
+
+    /// The data that can be resumed: what the record counts as fsynced and the file still holds,
+    /// provided a validator can prove the server's file unchanged; anything else is cut off.
+    func resumableBytes() throws(SystemError) -> Int64 {
+        size = Int64(try file.status().st_size)
+        let usable = record.validator == nil ? 0 : min(size, record.bytes)
+        try truncate(to: usable)
+        return usable
+    }
+
+    /// Cuts the file to `length` (ftruncate(2)) and positions the next write there.
+    func truncate(to length: Int64) throws(SystemError) {
+        if length != size { try file.truncate(to: length) }
+        try file.seek(to: length)
+        size = length
+        if record.bytes > length { record.bytes = length }
+    }
+
+    /// Records the validators of the response whose body is being written.
+    func describe(url: String, mirror: Int, etag: String?, lastModified: String?, total: Int64?) {
+        record.describe(url: url, mirror: mirror, etag: etag, lastModified: lastModified, size: total)
+    }
+
+    /// Makes the data durable (fdatasync(2)) and then the record that counts it.
+    func checkpoint() throws(SystemError) {
+        if durable { try file.syncData() }
+        record.bytes = size
+        try writeRecord()
+    }
+
+    /// Start of the data not yet handed to writeback (`startWriteback`).
+    private var writebackStart: Int64 = 0
+
+    /// Hands the last few megabytes to the kernel's writeback (sync_file_range(2)) as they arrive,
+    /// so that the checkpoints and the fsync before publishing find little left to write.
+    func startWritebackIfDue() {
+        guard durable, size - writebackStart >= PartFile.writebackChunk else { return }
+        if writebackStart > size { writebackStart = 0 }
+        _ = dfl_start_writeback(file.rawValue, writebackStart, size - writebackStart)
+        writebackStart = size
+    }
+
+    static let writebackChunk: Int64 = 8 << 20
+
+    /// fsync(2) of the data before it is published.
+    func syncForPublishing() throws(SystemError) {
+        if durable { try file.sync() }
+    }
+
+    private var recordTempName: String { "." + recordName + ".tmp" }
+
+    /// Replaces the record: temp (O_EXCL) → write → rename. One writer per part (its flock), so the
+    /// temp has one fixed name that a crash leaves for the next `reserve` to clear.
+    private func writeRecord() throws(SystemError) {
+        let temp = recordTempName
+        try? folder.removeIfPresent(temp)
+        let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        do {
+            try file.write(record.encoded())
+            try folder.rename(temp, to: recordName)
+        } catch {
+            try? folder.removeIfPresent(temp)
+            throw error
+        }
+    }
+
+    /// Gives up the data and the name: the part and its record are removed.
+    func discard() {
+        try? folder.removeIfPresent(name)
+        try? folder.removeIfPresent(recordName)
+    }
+
+    /// Removes the record once the data is published under its final name.
+    func removeRecord() {
+        try? folder.removeIfPresent(recordName)
+    }
+}
