@@ -42,7 +42,7 @@ extension Agent {
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
         do {
             let filed = try spool.file(job.workName, as: outcome, status: record) {
-                for download in job.downloads { download.publishedRecord?.removeRecord() }
+                for case let (folder, name)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
             }
             if outcome == .failed { handledFailure = true }
             logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])

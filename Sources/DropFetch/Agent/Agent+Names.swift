@@ -6,7 +6,7 @@ extension Agent {
     enum NameChoice {
         case reserved(PartFile)
         /// This job's file was published by an earlier run (proved by its resume record).
-        case published(file: String, bytes: Int64, sha256: String)
+        case published(file: String, bytes: Int64, sha256: String, record: (folder: DirectoryHandle, name: String))
         /// `on_conflict: overwrite`: the name belongs to another job until it is filed.
         case ownerBusy(String)
         case failed(Failure)
@@ -29,7 +29,9 @@ extension Agent {
             for candidate in Agent.nameVariants(name) {
                 if let final = try folder.status(candidate) {
                     if let sha256 = try provenPublished(candidate, final, in: folder, by: job) {
-                        return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256)
+                        let record = (folder, ResumeRecord.name(forPart: PartFile.partName(for: candidate)))
+                        return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
+                                          record: record)
                     }
                     switch config.onConflict {
                     case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
@@ -65,7 +67,6 @@ extension Agent {
         let file = try folder.open(name, flags: O_RDONLY)
         let digest = Digest(.sha256)
         try digest.update(from: file, length: Int64(final.st_size))
-        try? folder.removeIfPresent(ResumeRecord.name(forPart: partName))
         return digest.finalize()
     }
 

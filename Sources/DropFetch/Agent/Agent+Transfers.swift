@@ -27,7 +27,8 @@ extension Agent {
             case .reserved(let part):
                 download.part = part
                 download.status.file = part.finalPath
-            case .published(let file, let bytes, let sha256):
+            case .published(let file, let bytes, let sha256, let record):
+                download.publishedRecord = record
                 download.status.file = file
                 download.status.bytes = bytes
                 download.status.sha256 = sha256
@@ -177,7 +178,7 @@ extension Agent {
         job.downloads[index].phase = .finished
         job.downloads[index].part = nil
         // The record proves the published file is this job's until the job's own record says so.
-        job.downloads[index].publishedRecord = part
+        job.downloads[index].publishedRecord = (part.folder, part.recordName)
         crashPlan?.reach(.published)
         if job.isFinished { fileJob(job) } else { saveState(job) }
     }

@@ -129,7 +129,7 @@ struct MultiAgentTests {
           arguments: [
               AdoptionCase(agentA: "status-written:1"), AdoptionCase(agentA: "status-written:2"),
               AdoptionCase(agentA: "published:1"), AdoptionCase(agentA: "claimed:2"),
-              AdoptionCase(agentA: "mid-transfer:3"), AdoptionCase(agentA: "status-written:1", agentB: "recovery:2"),
+              AdoptionCase(agentA: "mid-transfer:3"), AdoptionCase(agentA: "mid-transfer:3", agentB: "recovery:1"),
           ])
     func adoptionAfterCrash(_ crash: AdoptionCase) throws {
         let server = try TestHTTPServer()
