@@ -51,6 +51,8 @@ extension Agent {
         }
         guard let part = download.part else { return }
         if table.runningCount == 0 { lastStateRefresh = MonotonicClock.now() }
+        // The state on disk learns the routing folder at the first start, and each new attempt.
+        let recordsState = job.record.started == nil || (download.beginsAttempt && download.attempt > 0)
         if download.beginsAttempt {
             download.attempt += 1
             download.beginsAttempt = false
@@ -90,6 +92,7 @@ extension Agent {
         table.started(transfer, for: entry.unit)
         job.record.retryAt = nil
         if job.record.started == nil { job.record.started = Timestamp.now() }
+        if recordsState { saveState(job) }
         applyRateLimits()
         logger.debug("started", metadata: ["job": "\(job.record.job)", "url": "\(download.status.url)",
                                            "from": "\(transfer.requestedOffset)"])

@@ -21,6 +21,9 @@ final class Transfer {
     private var state = State.awaitingResponse
     /// The `Range` start sent with this request.
     let requestedOffset: Int64
+    /// Where the accepted response's body was appended: the Range start for a `206`, 0 when the
+    /// server sent the whole file (the status file's `resumed_from`).
+    private(set) var appendedFrom: Int64 = 0
     /// Bytes of valid data in the `.part` file.
     var written: Int64 { part.size }
     /// The full size of the file, once the server has said it.
@@ -169,6 +172,7 @@ final class Transfer {
                 try begin(at: offset, total: size)
                 state = .writing
             case .alreadyComplete:
+                appendedFrom = requestedOffset
                 digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm,
                                                   available: requestedOffset, total: nil)
                 state = .alreadyComplete
@@ -190,6 +194,7 @@ final class Transfer {
     /// Positions the file for the body and records the validators a later resume will send.
     private func begin(at offset: Int64, total size: Int64?) throws(SystemError) {
         try part.truncate(to: offset)
+        appendedFrom = offset
         total = size
         digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm, available: part.size,
                                           total: size)
@@ -215,20 +220,20 @@ final class Transfer {
         case .failed(let failure):
             return .failed(TransferFailure(failure: failure, httpStatus: httpStatus,
                                            retryAfter: response.retryAfter, bytes: written,
-                                           resumedFrom: requestedOffset))
+                                           resumedFrom: appendedFrom))
         case .alreadyComplete:
             return complete(httpStatus: status)
         case .awaitingResponse, .writing:
             if let blockedAddress {
                 return .failed(TransferFailure(
                     failure: Failure(.blocked, "refused to connect to \(blockedAddress): a private or local address (block_private_addresses)"),
-                    httpStatus: nil, retryAfter: nil, bytes: written, resumedFrom: requestedOffset, isFinal: true))
+                    httpStatus: nil, retryAfter: nil, bytes: written, resumedFrom: appendedFrom, isFinal: true))
             }
             if code != CURLE_OK {
                 let error = CurlError(code, detail: easy.errorDetail.map { Redaction.url($0) })
                 return .failed(TransferFailure(failure: classify(error),
                                                httpStatus: httpStatus, retryAfter: nil,
-                                               bytes: written, resumedFrom: requestedOffset))
+                                               bytes: written, resumedFrom: appendedFrom))
             }
             if case .awaitingResponse = state {
                 guard decide(status: status) else { return finish(code) }
@@ -236,7 +241,7 @@ final class Transfer {
             if let total, written != total {
                 return .failed(TransferFailure(
                     failure: Failure(.network, "short body: \(written) of \(total) bytes"),
-                    httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: requestedOffset))
+                    httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
             }
             return complete(httpStatus: status)
         }
@@ -265,7 +270,7 @@ final class Transfer {
         case .success(let values): digests = values
         case .failure(let error):
             return .failed(TransferFailure(failure: Failure(.internal, error.description), httpStatus: httpStatus,
-                                           retryAfter: nil, bytes: written, resumedFrom: requestedOffset))
+                                           retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
         }
         let digest = digests.sha256
         if let checksum = request.checksum {
@@ -273,11 +278,11 @@ final class Transfer {
             if actual != checksum.hex {
                 return .failed(TransferFailure(
                     failure: Failure(.checksumMismatch, "\(checksum.algorithm.rawValue) is \(actual), expected \(checksum.hex)"),
-                    httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: requestedOffset))
+                    httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
             }
         }
         return .completed(TransferResult(bytes: written, sha256: digest, httpStatus: httpStatus,
-                                         resumedFrom: requestedOffset,
+                                         resumedFrom: appendedFrom,
                                          contentDisposition: response["content-disposition"]))
     }
 

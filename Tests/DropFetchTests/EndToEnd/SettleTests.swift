@@ -83,41 +83,6 @@ struct SettleTests {
         #expect(server.requests.isEmpty, "a file still being written was run: \(server.requests)")
     }
 
-    @Test("daemon: a half-written job file seen by the rescan after an inotify queue overflow is not claimed half-written")
-    func daemonRescanAfterOverflow() throws {
-        let server = try TestHTTPServer()
-        server.serve("/settle/complete-name.bin", body: Self.body)
-        let fixture = try SpoolFixture()
-        let agent = try AgentProcess(["run"], config: fixture.configPath, log: fixture.logPath, in: fixture)
-        try agent.start()
-        #expect(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/test-agent/.lock") })
-        // A job dropped the safe way first: the daemon is up and watching once it is done.
-        server.serve("/settle/ready.bin", body: Self.body)
-        try fixture.drop("ready.url", server.url("/settle/ready.bin") + "\n")
-        #expect(try waitUntil { fixture.jobs(in: "done") == ["ready.url"] }, "\(fixture.logTail())")
-
-        let (first, rest) = Self.halves(server)
-        let writer = try SlowWriter(fixture.spool + "/inbox/halfway.url")
-        try writer.write(first)
-        // Stop the daemon and queue more inotify events than the kernel keeps: on SIGCONT it
-        // reads IN_Q_OVERFLOW and rescans the inbox, where the half-written file waits.
-        #expect(kill(agent.pid, SIGSTOP) == 0)
-        let overflowed = Self.makeEvents(in: fixture.spool + "/inbox", count: Self.maxQueuedEvents() + 2_000)
-        #expect(kill(agent.pid, SIGCONT) == 0)
-        try #require(overflowed, "could not generate the inotify events")
-        // The writer is slow: the rest comes 0.7 s after the daemon was let go.
-        Thread.sleep(forTimeInterval: 0.7)
-        try writer.write(rest)
-        try writer.close()
-        try? FileManager.default.removeItem(atPath: fixture.spool + "/inbox/.noise")
-
-        #expect(try waitUntil { fixture.jobs(in: "done").count + fixture.jobs(in: "failed").count >= 2 }, "\(fixture.logTail())")
-        #expect(try agent.stop() == .exited(0))
-        #expect(!server.completedRequests().contains { $0.path != "/settle/complete-name.bin" && $0.path != "/settle/ready.bin" },
-                "the half-written URL was fetched: \(server.completedRequests())")
-        expectDone(fixture, "halfway.url", body: Self.body)
-    }
-
     static func maxQueuedEvents() -> Int {
         let text = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8)) ?? ""
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 16_384
