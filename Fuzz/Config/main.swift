@@ -26,6 +26,12 @@ func checkConfig(_ config: Config) {
     if limits.lowSpeed.duration < .seconds(1) { violated("low_speed.for below 1s") }
     if limits.lowSpeed.bytesPerSecond < 0 || limits.rateLimit < 0 { violated("a negative rate") }
     if config.onceWait < .zero || config.scanInterval < .zero { violated("a negative duration") }
+    let durations = [config.onceWait, config.scanInterval, config.retry.initialDelay, config.retry.maxDelay,
+                     limits.connectTimeout, limits.lowSpeed.duration, limits.timeout]
+    if durations.contains(where: { $0 > Units.maxDuration }) { violated("a duration beyond 100 years") }
+    let sizes = [limits.maxFileSize, limits.maxJobFileSize, limits.lowSpeed.bytesPerSecond, limits.rateLimit,
+                 limits.minFreeSpace] + config.classes.compactMap(\.rateLimit)
+    if sizes.contains(where: { $0 > Units.maxSize }) { violated("a size beyond 2^62") }
     if config.protocols.isEmpty { violated("no protocols") }
     let known: Set = ["http", "https", "ftp", "ftps", "sftp"]
     if let bad = config.protocols.first(where: { !known.contains($0) }) { violated("protocol \(bad.debugDescription)") }

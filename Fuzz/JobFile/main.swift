@@ -36,7 +36,25 @@ func checkDownload(_ download: DownloadSpec) {
     for header in download.headers where header.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) {
         violated("accepted header with CR or LF: \(header.debugDescription)")
     }
-    if let limit = download.maxDownloadLimit, limit <= 0 { violated("max-download-limit \(limit) is not positive") }
+    if let limit = download.maxDownloadLimit, limit <= 0 || limit > Units.maxSize {
+        violated("max-download-limit \(limit) is not in 1...2^62")
+    }
+    if let absolute = download.absoluteDir {
+        let components = absolute.path.split(separator: "/", omittingEmptySubsequences: false)
+        if components.first != "" || components.dropFirst().contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
+            violated("accepted absolute dir \(absolute.path.debugDescription)")
+        }
+        if download.dir != nil { violated("both dir and an absolute dir") }
+        if let relative = try? absolute.relative(to: "/"), let problem = JobFileParser.directoryProblem(relative) {
+            violated("absolute dir \(absolute.path.debugDescription) resolved to \(relative.debugDescription), which \(problem)")
+        }
+    }
+    for credentials in [download.httpCredentials, download.ftpCredentials].compactMap({ $0 }) {
+        if credentials.user.isEmpty || hasControl(credentials.user) || credentials.password.map(hasControl) == true {
+            violated("accepted credentials with a control character or an empty user")
+        }
+    }
+    if let proxy = download.proxy, !JobFileParser.isWellFormedURL(proxy) { violated("accepted proxy \(proxy.debugDescription)") }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -71,9 +71,16 @@ struct ConfigField {
         node.isNull ? nil : try filePath()
     }
 
-    /// An unquoted decimal integer no smaller than `minimum`.
+    /// An unquoted decimal integer no smaller than `minimum`; one beyond Int64 is out of range.
     func int(minimum: Int = .min) throws(ConfigError) -> Int {
-        guard case .scalar(let text, isPlain: true) = node.content, !node.isNull, let value = Int(text) else {
+        guard case .scalar(let text, isPlain: true) = node.content, !node.isNull else {
+            throw error("expected an integer, got \(node.summary)")
+        }
+        guard let value = Int(text) else {
+            let unsigned = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
+            if !unsigned.isEmpty, unsigned.allSatisfy({ $0.isASCII && $0.isNumber }) {
+                throw error("out of range: an integer must fit in 64 bits (\(Int.min)...\(Int.max)), got \(text)")
+            }
             throw error("expected an integer, got \(node.summary)")
         }
         guard value >= minimum else { throw error("must be at least \(minimum), got \(value)") }
@@ -89,10 +96,16 @@ struct ConfigField {
         throw error("expected true or false, got \(node.summary)")
     }
 
-    /// A duration in the notation of `Units.duration(_:)`, no shorter than `minimum`.
+    /// A duration in the notation of `Units.duration(_:)`, no shorter than `minimum`, at most 100 years.
     func duration(minimum: Duration = .zero) throws(ConfigError) -> Duration {
-        guard let text = node.text, let value = Units.duration(text) else {
-            throw error("expected a duration like 30s, got \(node.summary)")
+        guard let text = node.text else { throw error("expected a duration like 30s, got \(node.summary)") }
+        let value: Duration
+        do throws(Units.Problem) {
+            value = try Units.checkedDuration(text)
+        } catch .outOfRange {
+            throw self.error("out of range: a duration must be at most \(Units.maxDurationText), got \(text)")
+        } catch {
+            throw self.error("expected a duration like 30s, got \(node.summary)")
         }
         guard value >= minimum else {
             let bound = minimum == .milliseconds(1) ? "longer than 0" : "at least \(Units.format(minimum))"
@@ -101,10 +114,16 @@ struct ConfigField {
         return value
     }
 
-    /// A byte count in the notation of `Units.size(_:)`, no smaller than `minimum`.
+    /// A byte count in the notation of `Units.size(_:)`, no smaller than `minimum`, at most 2^62.
     func size(minimum: Int64 = 0) throws(ConfigError) -> Int64 {
-        guard let text = node.text, let value = Units.size(text) else {
-            throw error("expected a size like 10MB, got \(node.summary)")
+        guard let text = node.text else { throw error("expected a size like 10MB, got \(node.summary)") }
+        let value: Int64
+        do throws(Units.Problem) {
+            value = try Units.checkedSize(text)
+        } catch .outOfRange {
+            throw self.error("out of range: a size must be at most \(Units.maxSizeText), got \(text)")
+        } catch {
+            throw self.error("expected a size like 10MB, got \(node.summary)")
         }
         guard value >= minimum else {
             let bound = minimum == 1 ? "greater than 0" : "at least \(minimum) bytes"

@@ -100,7 +100,8 @@ extension JobFileParser {
         return nil
     }
 
-    /// Parses a rate: positive decimal bytes per second with an optional `K`, `M` or `G` (×1024, any case).
+    /// Parses a rate: decimal bytes per second with an optional `K`, `M` or `G` (×1024, any case),
+    /// at most `Units.maxSize`; `0` means no limit, as in aria2.
     static func rate(_ bytes: ArraySlice<UInt8>, line: Int) throws(JobFileError) -> Int64 {
         let shown = "invalid max-download-limit \(quoted(text(bytes)))"
         var digits = bytes
@@ -118,13 +119,24 @@ extension JobFileParser {
         guard !digits.isEmpty, digits.allSatisfy(isASCIIDigit) else {
             throw JobFileError(line: line, message: "\(shown): expected bytes per second, such as 500K or 2M")
         }
-        guard let number = Int64(text(digits)) else {
-            throw JobFileError(line: line, message: "\(shown): too large")
-        }
+        let outOfRange = JobFileError(line: line, message: "\(shown): out of range"
+                                      + " (at most \(Units.maxSizeText) per second)")
+        guard let number = Int64(text(digits)) else { throw outOfRange }
         let (value, overflow) = number.multipliedReportingOverflow(by: multiplier)
-        guard !overflow else { throw JobFileError(line: line, message: "\(shown): too large") }
-        guard value > 0 else { throw JobFileError(line: line, message: "\(shown): must be positive") }
+        guard !overflow, value <= Units.maxSize else { throw outOfRange }
         return value
+    }
+
+    /// Parses `priority=`: any decimal Int64 with an optional sign.
+    static func priority(_ value: String, line: Int) throws(JobFileError) -> Int {
+        if let priority = Int64(value) { return Int(priority) }
+        let unsigned = value.utf8.first == UInt8(ascii: "-") || value.utf8.first == UInt8(ascii: "+")
+            ? value.utf8.dropFirst() : value.utf8[...]
+        let range = "\(Int64.min)...\(Int64.max)"
+        if !unsigned.isEmpty, unsigned.allSatisfy(isASCIIDigit) {
+            throw JobFileError(line: line, message: "priority \(quoted(value)) is out of range \(range)")
+        }
+        throw JobFileError(line: line, message: "priority \(quoted(value)) is not an integer in \(range)")
     }
 
     static func isASCIILetter(_ byte: UInt8) -> Bool {

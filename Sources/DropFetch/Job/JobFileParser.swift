@@ -26,7 +26,6 @@ public enum JobFileParser {
     }
 
     static let jobKeys: Set<String> = ["priority", "class"]
-    static let downloadKeys: Set<String> = ["out", "dir", "checksum", "header", "max-download-limit"]
 
     /// Parses `bytes`, a whole job file. A UTF-8 BOM at the start is skipped.
     public static func parse(_ bytes: [UInt8]) throws(JobFileError) -> JobSpec {
@@ -123,7 +122,7 @@ public enum JobFileParser {
     /// at its last line (often a comment, or nothing for an empty file) would mislead.
     static func parseURLList(_ lines: [Line]) throws(JobFileError) -> JobSpec {
         var job = JobSpec(downloads: [])
-        var current: DownloadSpec?
+        var current: DownloadDraft?
         for line in lines {
             let bytes = line.bytes
             guard let lead = bytes.first, !trimmed(bytes).isEmpty, lead != ASCII.hash else { continue }
@@ -141,7 +140,7 @@ public enum JobFileParser {
                                            message: "job-level key '\(key)' must come before the first URL")
                     }
                     try applyJobOption(key, value, line: line.number, to: &job)
-                } else if downloadKeys.contains(key) {
+                } else if isDownloadKey(key) {
                     throw JobFileError(line: line.number,
                                        message: "download key '\(key)' must be indented under its URL")
                 } else {
@@ -149,14 +148,22 @@ public enum JobFileParser {
                 }
                 continue
             }
-            if let finished = current { job.downloads.append(finished) }
-            current = try parseURLLine(bytes, line: line.number)
+            if let finished = current { try append(finished, to: &job) }
+            current = DownloadDraft(try parseURLLine(bytes, line: line.number))
         }
-        if let finished = current { job.downloads.append(finished) }
+        if let finished = current { try append(finished, to: &job) }
         guard !job.downloads.isEmpty else {
             throw JobFileError(line: nil, message: "no URL in the job file")
         }
         return job
+    }
+
+    /// Adds a finished download to the job, and its ignored aria2 options to the job's list.
+    static func append(_ draft: DownloadDraft, to job: inout JobSpec) throws(JobFileError) {
+        job.downloads.append(try draft.finished())
+        for name in draft.ignored where !job.ignoredOptions.contains(name) {
+            job.ignoredOptions.append(name)
+        }
     }
 
     /// A column-1 line is `key=value` when what precedes its first `=` is a key name; else it is a URL line.
@@ -189,11 +196,7 @@ public enum JobFileParser {
         switch key {
         case "priority":
             guard job.priority == nil else { throw duplicate(key, line: line) }
-            guard let priority = Int32(value) else {
-                throw JobFileError(line: line, message: "priority \(quoted(value)) is not an integer"
-                                   + " in \(Int32.min)...\(Int32.max)")
-            }
-            job.priority = Int(priority)
+            job.priority = try priority(value, line: line)
         default:
             guard job.className == nil else { throw duplicate(key, line: line) }
             guard !value.isEmpty else { throw JobFileError(line: line, message: "class is empty") }
@@ -201,54 +204,6 @@ public enum JobFileParser {
                 throw JobFileError(line: line, message: "class \(quoted(value)) contains a control character")
             }
             job.className = value
-        }
-    }
-
-    /// Applies one indented `key=value` line to the download above it.
-    static func applyDownloadOption(_ bytes: ArraySlice<UInt8>, line: Int,
-                                    to download: inout DownloadSpec) throws(JobFileError) {
-        let equals = bytes.firstIndex(of: ASCII.equals)
-        let keyBytes = trimmed(bytes[..<(equals ?? bytes.endIndex)])
-        guard let equals, isKeyName(keyBytes) else {
-            if FileName.firstRange(of: Array("://".utf8), in: Array(keyBytes)) != nil {
-                throw JobFileError(line: line, message: "a URL must start in column 1"
-                                   + " (mirrors go on the same line, separated by TAB)")
-            }
-            throw JobFileError(line: line, message: "malformed line \(quotedSecret(text(bytes))) (expected key=value)")
-        }
-        let key = text(keyBytes)
-        let valueBytes = trimmed(bytes[(equals + 1)...])
-        let value = text(valueBytes)
-        switch key {
-        case "out":
-            guard download.out == nil else { throw duplicate(key, line: line) }
-            if let problem = FileName.validate(value) {
-                throw JobFileError(line: line, message: "invalid out \(quoted(value)): \(problem)")
-            }
-            download.out = value
-        case "dir":
-            guard download.dir == nil else { throw duplicate(key, line: line) }
-            if let problem = directoryProblem(value) {
-                throw JobFileError(line: line, message: "invalid dir \(quoted(value)): \(problem)")
-            }
-            download.dir = value
-        case "checksum":
-            guard download.checksum == nil else { throw duplicate(key, line: line) }
-            download.checksum = try checksum(valueBytes, line: line)
-        case "header":
-            if let problem = headerProblem(valueBytes) {
-                throw JobFileError(line: line, message: "invalid header \(quotedSecret(value)): \(problem)")
-            }
-            download.headers.append(value)
-        case "max-download-limit":
-            guard download.maxDownloadLimit == nil else { throw duplicate(key, line: line) }
-            download.maxDownloadLimit = try rate(valueBytes, line: line)
-        default:
-            if jobKeys.contains(key) {
-                throw JobFileError(line: line, message: "'\(key)' is a job-level key:"
-                                   + " write it in column 1 before the first URL")
-            }
-            throw JobFileError(line: line, message: "unknown key '\(key)'")
         }
     }
 

@@ -1,41 +1,20 @@
 /// One parsed `.url` job file (DESIGN.md §2): job-level options and its downloads.
 public struct JobSpec: Sendable, Equatable {
-    /// `priority=`; nil when the file does not set it.
+    /// `priority=` (any Int64); nil when the file does not set it.
     public var priority: Int?
     /// `class=`; nil when the file does not set it.
     public var className: String?
     public var downloads: [DownloadSpec]
+    /// aria2 options that were accepted without effect (DESIGN.md §2), each once, in the order first
+    /// seen; the status file lists them as `ignored_options`.
+    public var ignoredOptions: [String]
 
-    public init(priority: Int? = nil, className: String? = nil, downloads: [DownloadSpec]) {
+    public init(priority: Int? = nil, className: String? = nil, downloads: [DownloadSpec],
+                ignoredOptions: [String] = []) {
         self.priority = priority
         self.className = className
         self.downloads = downloads
-    }
-}
-
-/// One file to fetch: its mirrors in order and its per-download options.
-public struct DownloadSpec: Sendable, Equatable {
-    /// Mirrors of the same file, tried in order; never empty.
-    public var urls: [String]
-    public var out: String?
-    public var dir: String?
-    public var checksum: Checksum?
-    /// Raw `Name: value` header lines; never contain CR or LF.
-    public var headers: [String]
-    /// Bytes per second from `max-download-limit`.
-    public var maxDownloadLimit: Int64?
-    /// 1-based line of the URL in the job file.
-    public var line: Int
-
-    public init(urls: [String], out: String? = nil, dir: String? = nil, checksum: Checksum? = nil,
-                headers: [String] = [], maxDownloadLimit: Int64? = nil, line: Int) {
-        self.urls = urls
-        self.out = out
-        self.dir = dir
-        self.checksum = checksum
-        self.headers = headers
-        self.maxDownloadLimit = maxDownloadLimit
-        self.line = line
+        self.ignoredOptions = ignoredOptions
     }
 }
 

@@ -4,6 +4,8 @@ import Glibc
 struct URLParts: Sendable, Equatable {
     var scheme: String
     var host: String
+    /// True when the authority has a `user[:password]@` part.
+    var hasUserInfo: Bool
 
     init?(_ url: String) {
         let bytes = Array(url.utf8)
@@ -14,7 +16,11 @@ struct URLParts: Sendable, Equatable {
         let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? bytes.count
         var authority = bytes[start..<end]
-        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        hasUserInfo = false
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
+            authority = authority[(at + 1)...]
+            hasUserInfo = true
+        }
         if authority.first == UInt8(ascii: "["), let close = authority.firstIndex(of: UInt8(ascii: "]")) {
             host = String(decoding: authority[...close], as: UTF8.self).lowercased()
         } else {

@@ -2,8 +2,11 @@ import Glibc
 
 /// Reads a claimed job file safely: opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat(2)
 /// (regular file, one link, size within the limit) before a byte is read.
+///
+/// Any `limit` is safe, Int64.max included: reading stops one byte past it (or at the end of the file).
 enum JobFileReader {
     static func read(_ path: String, limit: Int64) -> Result<[UInt8], JobFileError> {
+        let limit = max(limit, 0)
         let file: FileDescriptor
         do {
             file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
@@ -23,7 +26,9 @@ enum JobFileReader {
             guard Int64(info.st_size) <= limit else {
                 return .failure(JobFileError(line: nil, message: "job file is \(info.st_size) bytes, over max_job_file_size (\(limit))"))
             }
-            let bytes = try file.readAll(limit: Int(limit) + 1)
+            // One byte more than the limit shows a file that grew after fstat(2); saturates at Int.max.
+            let (readLimit, overflow) = Int(clamping: limit).addingReportingOverflow(1)
+            let bytes = try file.readAll(limit: overflow ? Int.max : readLimit)
             guard bytes.count <= limit else {
                 return .failure(JobFileError(line: nil, message: "job file is over max_job_file_size (\(limit))"))
             }

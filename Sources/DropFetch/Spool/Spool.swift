@@ -98,8 +98,13 @@ final class Spool {
         }
     }
 
+    /// A job file's name: not hidden, ending in `.url` in any case (`X.URL` from a Windows share), with a stem.
     static func isJobName(_ name: String) -> Bool {
-        !name.hasPrefix(".") && name.hasSuffix(".url") && name.count > 4
+        let bytes = name.utf8
+        guard bytes.count > 4, bytes.first != UInt8(ascii: ".") else { return false }
+        let suffix = bytes.suffix(4)
+        return suffix.first == UInt8(ascii: ".")
+            && FileName.asciiLowercased(String(decoding: suffix.dropFirst(), as: UTF8.self)) == "url"
     }
 
     /// Moves a job from the inbox into this agent's work folder (rename(2), never replacing).

@@ -18,6 +18,9 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
     public var started: String?
     public var finished: String?
     public var attempts: Int
+    /// aria2 options of the job file that had no effect (`JobSpec.ignoredOptions`); written only
+    /// when there are some.
+    public var ignoredOptions: [String]?
     public var downloads: [DownloadStatus]
     public var error: Failure?
     /// State files only: the inbox subfolder the job came from (its routing key).
@@ -39,7 +42,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case schema, job, state, className = "class", priority, agent, submitted, started, finished
-        case attempts, downloads, error, folder, retryAt = "retry_at"
+        case attempts, ignoredOptions = "ignored_options", downloads, error, folder, retryAt = "retry_at"
     }
 
     /// The JSON text with a final newline, keys in the order of DESIGN.md §3.
@@ -56,6 +59,11 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
         json.field("started", started)
         json.field("finished", finished)
         json.field("attempts", attempts)
+        if let ignoredOptions, !ignoredOptions.isEmpty {
+            json.beginArray("ignored_options")
+            for name in ignoredOptions { json.element(name) }
+            json.endArray()
+        }
         json.beginArray("downloads")
         for download in downloads {
             json.beginObject()

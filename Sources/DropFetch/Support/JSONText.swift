@@ -35,6 +35,12 @@ struct JSONText {
         string(value)
     }
 
+    /// A string member of the array begun last.
+    mutating func element(_ value: String) {
+        prefix(nil)
+        string(value)
+    }
+
     mutating func field(_ key: String, _ value: Int?) {
         prefix(key)
         guard let value else { return null() }

@@ -44,3 +44,48 @@ import Testing
         #expect(Units.duration(expected) == duration)
     }
 }
+
+@Suite struct UnitsRangeTests {
+    @Test(arguments: [
+        ("36525d", Units.maxDuration), ("3155760000000ms", Units.maxDuration),
+        ("36524d23h59m59s999ms", Units.maxDuration - .milliseconds(1)),
+    ])
+    func longestDurations(text: String, expected: Duration) throws {
+        #expect(try Units.checkedDuration(text) == expected)
+    }
+
+    @Test(arguments: [
+        "36525d1ms", "3155760000001ms", "36526d", "9223372036854775807ms", "9223372036854775808ms",
+        "106751991168d", "99999999999999999999999s", "36525d99999999999999999999ms",
+    ])
+    func durationsOutOfRange(text: String) {
+        #expect(throws: Units.Problem.outOfRange) { try Units.checkedDuration(text) }
+    }
+
+    @Test(arguments: ["99999999999999999999s5x", "99999999999999999999", "36526d1h1h", "1d-1s"])
+    func malformedDurationsStayMalformed(text: String) {
+        #expect(throws: Units.Problem.malformed) { try Units.checkedDuration(text) }
+    }
+
+    @Test(arguments: ["4611686018427387904", "4194304TB", "4294967296G", "4503599627370496KB"])
+    func largestSizes(text: String) throws {
+        #expect(try Units.checkedSize(text) == 1 << 62)
+    }
+
+    @Test(arguments: ["4611686018427387905", "4194305TB", "9223372036854775807", "9223372036854775808",
+                      "99999999999999999999B", "8388608TB"])
+    func sizesOutOfRange(text: String) {
+        #expect(throws: Units.Problem.outOfRange) { try Units.checkedSize(text) }
+    }
+
+    @Test(arguments: ["99999999999999999999XB", "-9223372036854775808", "1.5"])
+    func malformedSizesStayMalformed(text: String) {
+        #expect(throws: Units.Problem.malformed) { try Units.checkedSize(text) }
+    }
+
+    @Test func formatNeverOverflows() {
+        #expect(Units.format(.seconds(Int64.max)).hasSuffix("ms"))
+        #expect(Units.format(.seconds(-5)) == "0")
+        #expect(Units.format(Units.maxDuration) == "36525d")
+    }
+}

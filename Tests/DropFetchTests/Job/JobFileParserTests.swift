@@ -104,8 +104,9 @@ private let sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0
     }
 
     @Test func priorityRangeAndSpellings() throws {
-        #expect(try parse("priority=2147483647\nhttps://a/").priority == Int(Int32.max))
-        #expect(try parse("priority=-2147483648\nhttps://a/").priority == Int(Int32.min))
+        #expect(try parse("priority=3000000000\nhttps://a/").priority == 3_000_000_000)
+        #expect(try parse("priority=9223372036854775807\nhttps://a/").priority == Int(Int64.max))
+        #expect(try parse("priority=-9223372036854775808\nhttps://a/").priority == Int(Int64.min))
         #expect(try parse("priority = +7 \nhttps://a/").priority == 7)
         #expect(try parse("https://a/").priority == nil)
     }
@@ -223,14 +224,24 @@ let badJobFiles: [BadJobFile] = [
                "malformed URL '[InternetShortcut]' (expected scheme://host/…)"),
     // Job keys.
     BadJobFile("priority not integer", "priority=high\n\(u)", line: 1,
-               "priority 'high' is not an integer in -2147483648...2147483647"),
-    BadJobFile("priority too large", "priority=2147483648\n\(u)", line: 1,
-               "priority '2147483648' is not an integer in -2147483648...2147483647"),
+               "priority 'high' is not an integer in -9223372036854775808...9223372036854775807"),
+    BadJobFile("priority beyond Int64", "priority=9223372036854775808\n\(u)", line: 1,
+               "priority '9223372036854775808' is out of range -9223372036854775808...9223372036854775807"),
+    BadJobFile("priority below Int64", "# c\npriority=-9223372036854775809\n\(u)", line: 2,
+               "priority '-9223372036854775809' is out of range -9223372036854775808...9223372036854775807"),
+    BadJobFile("priority sign only", "priority=-\n\(u)", line: 1,
+               "priority '-' is not an integer in -9223372036854775808...9223372036854775807"),
     BadJobFile("duplicate priority", "priority=1\npriority=1\n\(u)", line: 2, "duplicate key 'priority'"),
     BadJobFile("empty class", "class=\n\(u)", line: 1, "class is empty"),
     BadJobFile("duplicate class", "class=a\n\nclass=b\n\(u)", line: 3, "duplicate key 'class'"),
     // out and dir.
-    BadJobFile("out with slash", "\(u)  out=../etc/passwd\n", line: 2, "invalid out '../etc/passwd': contains '/'"),
+    BadJobFile("out escaping", "\(u)  out=../etc/passwd\n", line: 2,
+               "invalid out '../etc/passwd': component '..' may not be '.' or '..'"),
+    BadJobFile("out absolute", "\(u)  out=/etc/passwd\n", line: 2,
+               "invalid out '/etc/passwd': is an absolute path (use dir= for the folder)"),
+    BadJobFile("out hidden folder", "\(u)  out=a/.git/f\n", line: 2,
+               "invalid out 'a/.git/f': component '.git' starts with '.'"),
+    BadJobFile("out trailing slash", "\(u)  out=a/\n", line: 2, "invalid out 'a/': file name '' is empty"),
     BadJobFile("out dot-dot", "\(u)  out=..\n", line: 2, "invalid out '..': may not be '.' or '..'"),
     BadJobFile("out hidden", "\(u)  out=.bashrc\n", line: 2, "invalid out '.bashrc': starts with '.'"),
     BadJobFile("out empty", "\(u)  out=\n", line: 2, "invalid out '': is empty"),
@@ -239,7 +250,10 @@ let badJobFiles: [BadJobFile] = [
     BadJobFile("out too long", "\(u)  out=\(String(repeating: "x", count: 256))\n", line: 2,
                "invalid out '\(String(repeating: "x", count: 80))…': is 256 bytes long, more than 255"),
     BadJobFile("duplicate out", "\(u)  out=a\n  out=b\n", line: 3, "duplicate key 'out'"),
-    BadJobFile("absolute dir", "\(u)  dir=/etc\n", line: 2, "invalid dir '/etc': is an absolute path"),
+    BadJobFile("absolute dir with dot-dot", "\(u)  dir=/srv/dl/../../etc\n", line: 2,
+               "invalid dir '/srv/dl/../../etc': component '..' may not be '.' or '..'"),
+    BadJobFile("absolute dir with dot", "\(u)  dir=/srv/./dl\n", line: 2,
+               "invalid dir '/srv/./dl': component '.' may not be '.' or '..'"),
     BadJobFile("dir escaping", "\(u)  dir=a/../../b\n", line: 2, "invalid dir 'a/../../b': component '..' may not be '.' or '..'"),
     BadJobFile("dir empty component", "\(u)  dir=a//b\n", line: 2, "invalid dir 'a//b': component '' is empty"),
     BadJobFile("dir trailing slash", "\(u)  dir=a/\n", line: 2, "invalid dir 'a/': component '' is empty"),
@@ -271,7 +285,6 @@ let badJobFiles: [BadJobFile] = [
     BadJobFile("header Range", "\(u)  header=range: bytes=0-\n", line: 2,
                "invalid header 'range: bytes=0-': 'range' is set by dropfetch itself"),
     // max-download-limit.
-    BadJobFile("limit zero", "\(u)  max-download-limit=0K\n", line: 2, "invalid max-download-limit '0K': must be positive"),
     BadJobFile("limit unit", "\(u)  max-download-limit=5KB\n", line: 2,
                "invalid max-download-limit '5KB': expected bytes per second, such as 500K or 2M"),
     BadJobFile("limit negative", "\(u)  max-download-limit=-1\n", line: 2,
@@ -279,7 +292,13 @@ let badJobFiles: [BadJobFile] = [
     BadJobFile("limit empty", "\(u)  max-download-limit=\n", line: 2,
                "invalid max-download-limit '': expected bytes per second, such as 500K or 2M"),
     BadJobFile("limit overflow", "\(u)  max-download-limit=9000000000G\n", line: 2,
-               "invalid max-download-limit '9000000000G': too large"),
+               "invalid max-download-limit '9000000000G': out of range (at most 2^62 bytes (4611686018427387904) per second)"),
+    BadJobFile("limit just over 2^62", "\(u)  max-download-limit=4294967297G\n", line: 2,
+               "invalid max-download-limit '4294967297G': out of range (at most 2^62 bytes (4611686018427387904) per second)"),
+    BadJobFile("limit just over 2^62 in bytes", "\(u)  max-download-limit=4611686018427387905\n", line: 2,
+               "invalid max-download-limit '4611686018427387905': out of range (at most 2^62 bytes (4611686018427387904) per second)"),
+    BadJobFile("limit beyond Int64 digits", "\(u)  max-download-limit=99999999999999999999\n", line: 2,
+               "invalid max-download-limit '99999999999999999999': out of range (at most 2^62 bytes (4611686018427387904) per second)"),
     BadJobFile("duplicate limit", "\(u)  max-download-limit=1M\n  max-download-limit=2M\n", line: 3,
                "duplicate key 'max-download-limit'"),
     // Line numbers count CRLF lines, the BOM line and the blank lines.

@@ -34,4 +34,24 @@ struct StatusRecordTests {
         #expect(decoded.priority == -3)
         #expect(decoded.error == record.error)
     }
+
+    @Test("ignored_options comes right after attempts when there are some, and is absent otherwise")
+    func ignoredOptions() throws {
+        var record = StatusRecord(job: "a.url", state: .done, className: "default", priority: 0, agent: "h",
+                                  submitted: "2026-11-21T22:00:00Z", attempts: 1)
+        let plain = String(decoding: record.encoded(), as: UTF8.self)
+        #expect(!plain.contains("ignored_options"))
+        #expect(StatusRecord.decode(record.encoded())?.ignoredOptions == nil)
+        record.ignoredOptions = []
+        #expect(!String(decoding: record.encoded(), as: UTF8.self).contains("ignored_options"))
+
+        record.ignoredOptions = ["split", "max-connection-per-server", "we\"ird"]
+        let text = String(decoding: record.encoded(), as: UTF8.self)
+        let attempts = try #require(text.range(of: "\"attempts\": 1,\n  \"ignored_options\": ["))
+        let downloads = try #require(text.range(of: "\"downloads\""))
+        #expect(attempts.upperBound < downloads.lowerBound, "\(text)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(record.encoded())) as? [String: Any])
+        #expect(object["ignored_options"] as? [String] == ["split", "max-connection-per-server", "we\"ird"])
+        #expect(StatusRecord.decode(record.encoded())?.ignoredOptions == record.ignoredOptions)
+    }
 }
