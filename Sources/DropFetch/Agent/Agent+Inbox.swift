@@ -112,6 +112,7 @@ extension Agent {
         }
         record.className = jobClass?.name ?? "default"
         record.priority = spec.priority ?? jobClass?.priority ?? 0
+        record.ignoredOptions = spec.ignoredOptions.isEmpty ? nil : spec.ignoredOptions
 
         let job = Job(id: nextID, workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
                       record: record, arrival: arrival)

@@ -17,8 +17,16 @@ extension Agent {
     /// fails with `exists`, `overwrite` waits for the owner.
     func reservePart(for download: Job.Download, of job: Job) -> NameChoice {
         let folder: DirectoryHandle
+        var subfolder = download.spec.dir ?? ""
+        if let absolute = download.spec.absoluteDir {
+            do {
+                subfolder = try absolute.relative(to: destinationPath(of: job)) ?? ""
+            } catch {
+                return .failed(Failure(.invalidJob, "\(job.record.job): \(error)"))
+            }
+        }
         do {
-            folder = try destinationRoot(of: job).descend(download.spec.dir ?? "", create: true)
+            folder = try destinationRoot(of: job).descend(subfolder, create: true)
         } catch {
             let kind: ErrorKind = error.code == ELOOP || error.code == ENOTDIR || error.code == EINVAL
                 ? .invalidJob : (error.isNoSpace ? .noSpace : .internal)
@@ -72,11 +80,15 @@ extension Agent {
 
     /// The open destination root of a job's class (or the global one), opened once and created if missing.
     func destinationRoot(of job: Job) throws(SystemError) -> DirectoryHandle {
-        let path = jobClass(of: job)?.destination.map(Agent.absolute) ?? destinationRoot
+        let path = destinationPath(of: job)
         if let open = destinations[path] { return open }
         let handle = try DirectoryHandle.openRoot(path, create: true)
         destinations[path] = handle
         return handle
+    }
+
+    func destinationPath(of job: Job) -> String {
+        jobClass(of: job)?.destination.map(Agent.absolute) ?? destinationRoot
     }
 
     /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within

@@ -65,6 +65,9 @@ extension Agent {
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
             lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
         request.mirror = download.mirror
+        let scheme = URLParts(download.currentURL)?.scheme ?? ""
+        request.credentials = scheme.hasPrefix("ftp") ? download.spec.ftpCredentials : download.spec.httpCredentials
+        request.proxy = download.spec.proxy
         request.durable = config.fsync
         request.maxRedirects = config.maxRedirects
         request.timeout = config.limits.timeout

@@ -69,6 +69,11 @@ final class Transfer {
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
         }
         try easy.set(CURLOPT_USERAGENT, "dropfetch/\(DropFetchVersion.string)")
+        if let credentials = request.credentials {
+            try easy.set(CURLOPT_USERNAME, credentials.user)
+            try easy.set(CURLOPT_PASSWORD, credentials.password ?? "")
+        }
+        if let proxy = request.proxy { try easy.set(CURLOPT_PROXY, proxy) }
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         var headers = request.headers
         if requestedOffset > 0 {

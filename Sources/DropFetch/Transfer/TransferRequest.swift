@@ -4,6 +4,10 @@ struct TransferRequest: Sendable {
     /// The index of `url` among the download's mirrors, kept in the resume record.
     var mirror = 0
     var headers: [String] = []
+    /// `http-user`/`http-passwd` or `ftp-user`/`ftp-passwd` of the job file (CURLOPT_USERNAME, CURLOPT_PASSWORD).
+    var credentials: DownloadSpec.Credentials?
+    /// `all-proxy` of the job file (CURLOPT_PROXY).
+    var proxy: String?
     var checksum: Checksum?
     var maxFileSize: Int64
     var connectTimeout: Duration
