@@ -49,6 +49,11 @@ extension Agent {
             announce(record, filedAt: filed)
             metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
             metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
+        } catch where error.code == ENOENT && !FileSystem.exists(spool.work + "/" + job.workName) {
+            // Moved away meanwhile (hold, mv): it is not this agent's to file any more.
+            logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])
+            table.remove(job)
+            return
         } catch {
             let failures = table.filingFailures(of: job) + 1
             let delay = Int64(min(60_000, 250 << min(failures, 8)))

@@ -95,6 +95,9 @@ public struct Config: Sendable, Equatable {
     public var logLevel: LogLevel = .info
     /// CURLOPT_MAXREDIRS: more redirects than this fail with `redirect`.
     public var maxRedirects = 10
+    /// Jobs an agent may claim beyond those it runs (nil: `concurrency.total`). This agent claims a
+    /// job only when it is about to run it, which never exceeds the limit.
+    public var claimAhead: Int?
     /// Refuse loopback, private, link-local and unspecified addresses at connect time.
     public var blockPrivateAddresses = false
     /// Permission bits of downloaded files.

@@ -15,7 +15,7 @@ public enum ConfigLoader {
     static let topLevelKeys = [
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "classes", "hooks",
-        "metrics_file", "log_level", "max_redirects", "block_private_addresses", "file_mode",
+        "metrics_file", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
     ]
 
     /// Reads and validates the file at `path`.
@@ -76,6 +76,7 @@ public enum ConfigLoader {
             case "metrics_file": config.metricsFile = try field.optionalFilePath()
             case "log_level": config.logLevel = try field.choice(Config.LogLevel.allCases)
             case "max_redirects": config.maxRedirects = try field.int(minimum: 0)
+            case "claim_ahead": config.claimAhead = try field.int(minimum: 0)
             case "block_private_addresses": config.blockPrivateAddresses = try field.bool()
             case "file_mode": config.fileMode = try fileMode(field)
             default: break  // entries(known:) refused every other key
