@@ -52,6 +52,8 @@ public final class Agent {
     let crashPlan = CrashPlan.fromEnvironment()
     let hooks: HookRunner
     var metrics: MetricsFile?
+    /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
+    lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
 
     var jobs: [Int: Job] = [:]
     var jobIDs: [String: Int] = [:]
@@ -119,6 +121,7 @@ public final class Agent {
         recover()
         claimInbox()
         lastScan = MonotonicClock.now()
+        notifier?.ready()
         return loop()
     }
 
@@ -152,6 +155,10 @@ public final class Agent {
                 if changes.needsRescan { claimInbox() }
             }
             housekeeping()
+            notifier?.turn {
+                ServiceNotifier.Counts(queued: scheduler.readyCount, active: transfers.count,
+                                       waiting: scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
+            }
         }
         return finalStatus()
     }
@@ -188,6 +195,7 @@ public final class Agent {
         let now = MonotonicClock.now()
         var deadline = now + 1000
         if let due = scheduler.nextDue { deadline = min(deadline, due) }
+        if let due = notifier?.nextDeadline { deadline = min(deadline, due) }
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, lastScan + Int64(config.scanInterval.milliseconds))
         }
@@ -223,6 +231,7 @@ public final class Agent {
                     exit(1)
                 }
                 logger.info("stop requested: aborting transfers, keeping partial data")
+                notifier?.stopping()
                 state = .stopping
                 stopTransfers()
             }
@@ -233,6 +242,8 @@ public final class Agent {
     /// Spool, destination and agent id need a restart; running transfers keep going.
     func reloadConfig() {
         guard let path = options.configPath else { return }
+        notifier?.reloading()
+        defer { notifier?.ready() }
         do {
             var fresh = try ConfigLoader.load(path: path)
             for (name, changed) in [("spool", fresh.spool != config.spool),
