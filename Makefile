@@ -1,8 +1,13 @@
 # dropfetch — build, test, run and benchmark.
 #   make deps      install the missing build dependencies (Debian/Ubuntu, apt-get)
-#   make build     debug build              make release   release build
+#   make build     debug build              make release   release build (Swift runtime linked in)
 #   make run       debug build, then `dropfetch run` with built-in defaults (spool ./spool); ARGS="--once"
 #   make test      build the tests and run them (Swift Testing)
+#   make install   release build, man pages, completions, systemd units, tmpfiles/sysusers entries,
+#                  docs and (if there is none) /etc/dropfetch/config.yaml; PREFIX (/usr/local), DESTDIR
+#   make uninstall remove what install put there (a config that was edited stays)
+#   make test-install  install into a scratch DESTDIR and check it: files, man pages, ldd, units
+#                  (systemd-analyze verify and security), the service tests against the installed binary
 #   make bench     release build, then bench/run.sh (installs nginx, aria2 and curl if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
@@ -20,6 +25,36 @@ SWIFT ?= swift
 ARGS ?=
 DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
 TEST_LOG := .build/test-output.txt
+
+# The release binary carries the Swift runtime and Foundation (--static-swift-stdlib) and no RUNPATH
+# (--disable-local-rpath): it needs only the system's libraries, not the toolchain.
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath
+RELEASE_BIN := .build/release/dropfetch
+
+# Install layout. The binary looks for /etc/dropfetch/config.yaml whatever the prefix.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/dropfetch
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+# `make install INSTALL_STRIP=` keeps the symbols (a bigger binary, symbolicated crash reports).
+INSTALL_STRIP ?= -s
+UNITS := dropfetch.service dropfetch-once.service dropfetch-once.timer dropfetch.path
+DOCS := README.md config.example.yaml contrib/cron.example $(wildcard docs/*.md)
+# Man pages carry the date of the last commit, so two builds of one commit give the same pages.
+MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
+MAN_OUT := .build/plugins/GenerateManual/outputs/dropfetch
+COMPLETIONS_OUT := .build/completions
+# Installed units start the installed binary by its path; contrib/ names it bare (found in systemd's
+# fixed search path, /usr/local/bin before /usr/bin) and points at the docs under /usr/local.
+SUBSTITUTE := sed -e 's|^ExecStart=dropfetch |ExecStart=$(BINDIR)/dropfetch |' -e 's|/usr/local/share/doc/dropfetch|$(DOCDIR)|g'
 
 # install_missing: apt-get install the packages named in $$missing, if any. A word "a|b" installs the
 # first of a, b that apt knows. Root runs apt-get itself; others go through sudo when it exists.
@@ -42,7 +77,8 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test bench fuzz clean
+.PHONY: deps bench-deps install-deps build release man completions install uninstall test-install run test \
+	bench fuzz clean
 
 deps:
 	@if ! command -v dpkg >/dev/null 2>&1; then \
@@ -71,7 +107,71 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+# Commands for the install checks: groff, systemd-analyze, readelf, unshare.
+install-deps: deps
+	@PATH="$$PATH:/usr/sbin:/sbin"; \
+	missing=""; \
+	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	command -v readelf >/dev/null 2>&1 || missing="$$missing binutils"; \
+	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	$(install_missing)
+
+# One page per command, from swift-argument-parser's generate-manual plugin (mdoc). It documents
+# the debug build, which has the same commands and help as the release one and is already there.
+# A blank line between paragraphs of a command's discussion becomes mdoc's paragraph macro .Pp.
+man: deps
+	rm -rf $(MAN_OUT)
+	$(SWIFT) package generate-manual --configuration debug --multi-page --date $(MAN_DATE)
+	sed -i 's/^$$/.Pp/' $(MAN_OUT)/*.1
+
+completions: release
+	@mkdir -p $(COMPLETIONS_OUT)
+	$(RELEASE_BIN) --generate-completion-script bash > $(COMPLETIONS_OUT)/dropfetch
+	$(RELEASE_BIN) --generate-completion-script zsh > $(COMPLETIONS_OUT)/_dropfetch
+	$(RELEASE_BIN) --generate-completion-script fish > $(COMPLETIONS_OUT)/dropfetch.fish
+
+install: release man completions
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) \
+	  $(DESTDIR)$(FISHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/dropfetch
+	install $(INSTALL_STRIP) -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/dropfetch
+	install -m 0644 $(MAN_OUT)/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(COMPLETIONS_OUT)/dropfetch $(DESTDIR)$(BASHCOMPDIR)/dropfetch
+	install -m 0644 $(COMPLETIONS_OUT)/_dropfetch $(DESTDIR)$(ZSHCOMPDIR)/_dropfetch
+	install -m 0644 $(COMPLETIONS_OUT)/dropfetch.fish $(DESTDIR)$(FISHCOMPDIR)/dropfetch.fish
+	for unit in $(UNITS); do $(SUBSTITUTE) contrib/$$unit > $(DESTDIR)$(UNITDIR)/$$unit; done
+	chmod 0644 $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	install -m 0644 contrib/dropfetch.tmpfiles $(DESTDIR)$(TMPFILESDIR)/dropfetch.conf
+	install -m 0644 contrib/dropfetch.sysusers $(DESTDIR)$(SYSUSERSDIR)/dropfetch.conf
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml ]; then \
+	  echo "kept $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml"; \
+	else \
+	  $(SUBSTITUTE) contrib/config.yaml > $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml; \
+	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml; \
+	  echo "installed $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml"; \
+	fi
+	@echo "next: systemd-sysusers; systemd-tmpfiles --create; systemctl daemon-reload; systemctl enable --now dropfetch"
+
+# Removes the files install wrote; the config only if it is still the one install wrote.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/dropfetch $(DESTDIR)$(MANDIR)/man1/dropfetch.1 $(DESTDIR)$(MANDIR)/man1/dropfetch.*.1
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/dropfetch $(DESTDIR)$(ZSHCOMPDIR)/_dropfetch $(DESTDIR)$(FISHCOMPDIR)/dropfetch.fish
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	rm -f $(DESTDIR)$(TMPFILESDIR)/dropfetch.conf $(DESTDIR)$(SYSUSERSDIR)/dropfetch.conf
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@config=$(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml; \
+	if [ -e "$$config" ] && $(SUBSTITUTE) contrib/config.yaml | cmp -s - "$$config"; then \
+	  rm -f "$$config"; rmdir $(DESTDIR)$(SYSCONFDIR)/dropfetch 2>/dev/null || true; \
+	elif [ -e "$$config" ]; then echo "kept $$config (edited)"; fi
+
+# A scratch install (PREFIX=/usr) checked as an admin would: see Tests/Install/check-install.sh.
+test-install: install-deps
+	$(SWIFT) build --build-tests
+	Tests/Install/check-install.sh
 
 run: build
 	./.build/debug/dropfetch run $(ARGS)
@@ -85,7 +185,7 @@ test: deps
 	  { echo "make test: no Swift Testing summary line in the output" >&2; exit 1; }
 
 bench: bench-deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	bench/run.sh
 
 fuzz: deps

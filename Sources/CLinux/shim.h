@@ -1,6 +1,7 @@
 #include <sys/signalfd.h>
 #include <sys/inotify.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <signal.h>

@@ -7,59 +7,27 @@ struct DropFetchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dropfetch",
         abstract: "A watch-folder download agent: drop .url files into an inbox, get verified files.",
+        discussion: """
+            People and programs drop .url job files (an Internet Shortcut, or a list of URLs with \
+            aria2-style options) into <spool>/inbox/. The agent (dropfetch run) claims each job into \
+            work/<agent>/, downloads it with libcurl, resuming partial data only after the server \
+            proves it is the same file, and files the job in done/ or failed/ beside a \
+            <name>.status.json that says what happened. hold/ keeps paused jobs.
+
+            Every command reads its config from --config, else $DROPFETCH_CONFIG, else \
+            \(ConfigOption.systemPath) if it exists, else built-in defaults (spool ./spool, \
+            destination <spool>/downloads). Commands that work on a spool (status, hold, release, \
+            cancel, retry) never create one: on a spool that does not exist they exit 3.
+
+            Exit status: 0 success; 1 a job failed (run --once) or no such job (control commands); \
+            2 config or usage error, or check found a problem; 3 the spool cannot be used or does not \
+            exist; 75 run --once left jobs waiting for a later retry.
+
+            The reference (job files, status fields, config keys, architecture) is in docs/ of the \
+            source tree, installed under share/doc/dropfetch/.
+            """,
         version: DropFetchVersion.string,
         subcommands: [Run.self, Check.self, Status.self, Add.self, Hold.self, Release.self, Cancel.self, Retry.self])
-}
-
-/// The `--config` option every command takes.
-struct ConfigOption: ParsableArguments {
-    @Option(name: .long, help: "The YAML config file (default: built-in defaults, spool ./spool).")
-    var config: String?
-
-    /// Loads the config or exits 2 with the file, line and column of the problem.
-    func load() throws -> Config {
-        guard let config else { return Config() }
-        do {
-            return try ConfigLoader.load(path: config)
-        } catch {
-            printError("dropfetch: \(error)")
-            throw ExitCode(2)
-        }
-    }
-}
-
-struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Run the agent: a daemon, or with --once until the jobs present are handled.")
-
-    @OptionGroup var options: ConfigOption
-    @Flag(help: "Process the jobs present, then exit (0 all done, 1 some failed, 75 retries left).")
-    var once = false
-
-    func run() throws {
-        let config = try options.load()
-        LogSetup.bootstrap(level: config.logLevel)
-        let logger = Logger(label: "dropfetch")
-        let agent = try Agent(config: config,
-                              options: Agent.Options(once: once, handleSignals: true, configPath: options.config),
-                              logger: logger)
-        let status = agent.run()
-        if status != .success { throw ExitCode(status.rawValue) }
-    }
-}
-
-struct Check: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Validate the config and the spool; exit 0 or 2.")
-
-    @OptionGroup var options: ConfigOption
-
-    func run() throws {
-        let config = try options.load()
-        let problems = SpoolInspection.problems(config: config)
-        for problem in problems { printError("dropfetch: spool: \(problem)") }
-        if !problems.isEmpty { throw ExitCode(2) }
-        print("config OK\(options.config.map { ": \($0)" } ?? " (built-in defaults)"); spool \(config.spool) usable")
-    }
 }
 
 struct Add: ParsableCommand {
@@ -82,77 +50,5 @@ struct Add: ParsableCommand {
             printError("dropfetch: \(error)")
             throw ExitCode(2)
         }
-    }
-}
-
-struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show the queue, active downloads with progress, and recent results (read from the spool).")
-
-    @OptionGroup var options: ConfigOption
-    @Flag(help: "One JSON object: inbox, active, waiting, held, recent.") var json = false
-
-    func run() throws {
-        let status = SpoolStatus.read(config: try options.load())
-        print(json ? status.json() : status.text())
-    }
-}
-
-/// hold, release, cancel and retry: one job moved between the spool folders.
-protocol JobControlCommand: ParsableCommand {
-    static var action: SpoolControl.Action { get }
-    var options: ConfigOption { get }
-    var job: String { get }
-}
-
-extension JobControlCommand {
-    func run() throws {
-        let config = try options.load()
-        do {
-            print(try SpoolControl.perform(Self.action, job: job, config: config))
-        } catch {
-            printError("dropfetch: \(error)")
-            throw ExitCode(1)
-        }
-    }
-}
-
-struct Hold: JobControlCommand {
-    static let configuration = CommandConfiguration(abstract: "Pause a job: move it to hold/ (its partial data is kept).")
-    static let action = SpoolControl.Action.hold
-    @OptionGroup var options: ConfigOption
-    @Argument(help: "The job file's name, with or without .url.") var job: String
-}
-
-struct Release: JobControlCommand {
-    static let configuration = CommandConfiguration(abstract: "Resume a held job: move it from hold/ to the inbox.")
-    static let action = SpoolControl.Action.release
-    @OptionGroup var options: ConfigOption
-    @Argument(help: "The job file's name, with or without .url.") var job: String
-}
-
-struct Cancel: JobControlCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Cancel a job: remove its partial data and file it in failed/ as cancelled.")
-    static let action = SpoolControl.Action.cancel
-    @OptionGroup var options: ConfigOption
-    @Argument(help: "The job file's name, with or without .url.") var job: String
-}
-
-struct Retry: JobControlCommand {
-    static let configuration = CommandConfiguration(abstract: "Try a failed job again: move it back to the inbox.")
-    static let action = SpoolControl.Action.retry
-    @OptionGroup var options: ConfigOption
-    @Argument(help: "The job file's name, with or without .url.") var job: String
-}
-
-func printError(_ message: String) {
-    var standardError = StandardError()
-    print(message, to: &standardError)
-}
-
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) {
-        FileHandleStream.write(string, to: 2)
     }
 }

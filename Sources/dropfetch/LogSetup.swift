@@ -2,8 +2,8 @@ import DropFetch
 import Glibc
 import Logging
 
-/// Log lines to stderr; under systemd (`JOURNAL_STREAM` set) each line carries an sd-daemon(3)
-/// `<N>` priority prefix so the journal files it at the right level.
+/// Log lines to stderr; under systemd (`$JOURNAL_STREAM` naming stderr's device and inode) each line
+/// carries an sd-daemon(3) `<N>` priority prefix so the journal files it at the right level.
 struct StderrLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
@@ -54,8 +54,11 @@ struct StderrLogHandler: LogHandler {
 }
 
 enum LogSetup {
+    /// Whether stderr is the journal stream (`$JOURNAL_STREAM` names it), read once at start.
+    static let journal = JournalStream.isStandardError()
+
     static func bootstrap(level: Config.LogLevel) {
-        let journal = getenv("JOURNAL_STREAM") != nil
+        let journal = LogSetup.journal
         let swiftLevel = Logger.Level(rawValue: level.rawValue) ?? .info
         LoggingSystem.bootstrap { _ in StderrLogHandler(logLevel: swiftLevel, journal: journal) }
     }

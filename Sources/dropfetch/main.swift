@@ -6,11 +6,12 @@ do {
     var command = try DropFetchCommand.parseAsRoot()
     try command.run()
 } catch {
-    // DESIGN.md §5: usage errors exit 2 (swift-argument-parser would use 64).
     let code = DropFetchCommand.exitCode(for: error)
-    if code == .validationFailure {
-        printError(DropFetchCommand.fullMessage(for: error))
-        DropFetchCommand.exit(withError: ExitCode(2))
-    }
-    DropFetchCommand.exit(withError: error)
+    // An ExitCode's message is already printed; help, version and completion scripts go to stdout.
+    if error is ExitCode || code == .success { DropFetchCommand.exit(withError: error) }
+    // Everything else reaches stderr through printError, so the journal gets a priority for it.
+    let message = DropFetchCommand.fullMessage(for: error)
+    if !message.isEmpty { printError(message) }
+    // Usage errors exit 2 (docs/cli.md), not swift-argument-parser's 64.
+    DropFetchCommand.exit(withError: ExitCode(code == .validationFailure ? 2 : code.rawValue))
 }

@@ -54,6 +54,8 @@ public final class Agent {
     let crashPlan = CrashPlan.fromEnvironment()
     let hooks: HookRunner
     var metrics: MetricsFile?
+    /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
+    lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
 
     /// Every job this agent owns and every transfer it runs.
     var table = JobTable()
@@ -122,6 +124,7 @@ public final class Agent {
         recover()
         scanInbox()
         lastScan = MonotonicClock.now()
+        notifier?.ready()
         return loop()
     }
 
@@ -155,6 +158,10 @@ public final class Agent {
                 if changes.needsRescan { scanInbox() }
             }
             housekeeping()
+            notifier?.turn {
+                ServiceNotifier.Counts(queued: scheduler.readyCount, active: table.runningCount,
+                                       waiting: scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
+            }
         }
         return finalStatus()
     }
@@ -200,6 +207,7 @@ public final class Agent {
         if table.runningCount > 0 { deadline = lastStateRefresh + 1000 }
         if let due = scheduler.nextDue { deadline = min(deadline, due) }
         if let due = table.nextFilingDue { deadline = min(deadline, due) }
+        if let due = notifier?.nextDeadline { deadline = min(deadline, due) }
         if let settle = inbox.nextSettleCheck {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
@@ -253,6 +261,7 @@ public final class Agent {
                     exit(1)
                 }
                 logger.info("stop requested: aborting transfers, keeping partial data")
+                notifier?.stopping()
                 state = .stopping
                 stopTransfers()
             }
@@ -263,6 +272,8 @@ public final class Agent {
     /// Spool, destination and agent id need a restart; running transfers keep going.
     func reloadConfig() {
         guard let path = options.configPath else { return }
+        notifier?.reloading()
+        defer { notifier?.ready() }
         do {
             var fresh = try ConfigLoader.load(path: path)
             for (name, changed) in [("spool", fresh.spool != config.spool),

@@ -1,7 +1,8 @@
 import Glibc
 
 /// `dropfetch hold|release|cancel|retry JOB`: moves a job between the spool folders. A running agent
-/// notices a job leaving its work folder (inotify) and stops its transfers at once.
+/// notices a job leaving its work folder (inotify) and stops its transfers at once. On a spool that
+/// does not exist it throws `SpoolInspection.MissingSpool` and creates nothing.
 public enum SpoolControl {
     public enum Action: String, Sendable, CaseIterable { case hold, release, cancel, retry }
 
@@ -17,6 +18,8 @@ public enum SpoolControl {
         guard Spool.isJobName(name), !name.contains("/") else {
             throw ControlError(message: "'\(job)' is not a job name (a file name ending in .url)")
         }
+        // A spool that is not there is not created here (`SpoolInspection.MissingSpool`).
+        try SpoolInspection.requireSpool(config: config)
         let root = Agent.absolute(config.spool)
         let spool = Spool(root: root, agentID: config.agentID ?? Agent.hostName(), durable: config.fsync)
         for folder in [spool.hold, spool.failed, spool.inbox] { try FileSystem.makeDirectories(folder) }

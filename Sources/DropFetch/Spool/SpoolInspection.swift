@@ -1,24 +1,55 @@
 import Glibc
 
-/// Read-only and small write operations on a spool for the CLI (`check`, `add`).
+/// Read-only and small write operations on a spool for the CLI (`check`, `add`, the control commands).
 public enum SpoolInspection {
-    /// Problems that would stop an agent from using the spool; empty when it is fine.
-    public static func problems(config: Config) -> [String] {
+    /// A control command's spool is not there: it fails (exit 3) rather than create one.
+    public struct MissingSpool: Error, Sendable, CustomStringConvertible {
+        public var root: String
+        public var description: String {
+            "no spool at \(root): start the agent once (`dropfetch run`) or point --config at the right file"
+        }
+    }
+
+    /// Throws `MissingSpool` unless the spool's folder exists; looks, creates nothing.
+    public static func requireSpool(config: Config) throws(MissingSpool) {
         let root = Agent.absolute(config.spool)
-        var found: [String] = []
-        let destination = Agent.absolute(config.destination ?? root + "/downloads")
-        for path in [root, destination] {
-            var probe = path
-            while !FileSystem.exists(probe), probe != "/", !probe.isEmpty {
-                probe = FileSystem.directoryName(of: probe)
+        var info = stat()
+        guard stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw MissingSpool(root: root) }
+    }
+
+    /// What would stop `run` with this config, each naming its path; empty when all is well.
+    /// Creates nothing: a spool or destination that is missing but can be created is fine.
+    public static func problems(config: Config, searchPath: String? = currentSearchPath()) -> [String] {
+        let root = Agent.absolute(config.spool)
+        var folders = [("spool", root), ("destination", Agent.absolute(config.destination ?? root + "/downloads"))]
+        for jobClass in config.classes {
+            if let destination = jobClass.destination {
+                folders.append(("class \(jobClass.name) destination", Agent.absolute(destination)))
             }
-            if !FileSystem.isDirectory(probe) {
-                found.append("\(probe): not a folder")
-            } else if access(probe, W_OK | X_OK) != 0 {
-                found.append("\(probe): not writable")
+        }
+        var found = folders.compactMap { what, path in
+            PathProbe.creatableFolder(path).map { "\(what) \(path): \($0)" }
+        }
+        if let metrics = config.metricsFile.map(Agent.absolute) {
+            if FileSystem.isDirectory(metrics) {
+                found.append("metrics_file \(metrics) is a folder")
+            } else if let problem = PathProbe.writableFolder(FileSystem.directoryName(of: metrics)) {
+                found.append("metrics_file \(metrics): \(problem)")
+            }
+        }
+        let hooks = [("on_done", config.hooks.onDone), ("on_failed", config.hooks.onFailed), ("on_idle", config.hooks.onIdle)]
+        for (name, argv) in hooks {
+            guard let program = argv?.first else { continue }
+            if let problem = PathProbe.executable(program, searchPath: searchPath) {
+                found.append("hooks.\(name) \(program): \(problem)")
             }
         }
         return found
+    }
+
+    /// `$PATH`, as posix_spawnp(3) will search it for the hooks.
+    public static func currentSearchPath() -> String? {
+        getenv("PATH").map { String(cString: $0) }
     }
 
     /// Writes a job file into the inbox atomically (dot temp file, then rename(2)); returns its path.

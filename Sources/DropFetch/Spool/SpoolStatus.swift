@@ -42,6 +42,11 @@ public struct SpoolStatus: Sendable {
                            waiting: waiting.sorted { $0.job < $1.job }, held: held, recent: recent)
     }
 
+    /// The number of jobs in a hold/ folder (one readdir(3)); 0 when it cannot be read.
+    public static func heldCount(in hold: String) -> Int {
+        ((try? FileSystem.entries(of: hold)) ?? []).count { Spool.isJobName($0.name) }
+    }
+
     private static func readRecord(_ path: String) -> StatusRecord? {
         guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
               let bytes = try? file.readAll(limit: 1 << 22) else { return nil }

@@ -1,0 +1,25 @@
+import ArgumentParser
+import DropFetch
+
+/// `dropfetch check`: the config and what `run` would need from the system, without running.
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Validate the config and the spool; exit 0 or 2.",
+        discussion: """
+            Checks, with the permissions of the user running it and without creating anything: the \
+            config file (errors name the line, column and key), that the spool, the destination and \
+            every class destination exist or can be created and written, that the folder of \
+            metrics_file exists and is writable, and that each hook program exists and is executable. \
+            Each problem is printed with its path. Exit status: 0 all well, 2 a problem was found.
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    func run() throws {
+        let config = try options.load()
+        let problems = SpoolInspection.problems(config: config)
+        for problem in problems { printError("dropfetch: check: \(problem)") }
+        if !problems.isEmpty { throw ExitCode(2) }
+        print("config OK (\(options.origin)); spool \(config.spool) usable")
+    }
+}

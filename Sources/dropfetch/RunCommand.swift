@@ -1,0 +1,36 @@
+import ArgumentParser
+import DropFetch
+import Logging
+
+/// `dropfetch run`: the agent, as a daemon or for one pass (`--once`).
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the agent: a daemon, or with --once until the jobs present are handled.",
+        discussion: """
+            As a daemon the agent watches the inbox with inotify, claims each job file as it arrives, \
+            downloads it and files it in done/ or failed/ beside its status file. SIGHUP (and any \
+            change of the config file) reloads the config; SIGTERM or SIGINT stops it, keeping \
+            partial data for the next start. Under systemd (Type=notify) it reports READY=1, STATUS=, \
+            WATCHDOG=1, RELOADING=1 and STOPPING=1 on $NOTIFY_SOCKET, and log lines carry journal \
+            priorities.
+
+            Exit status with --once: 0 every job done, 1 some failed or were cancelled, 75 some wait \
+            (a retry due later than once_wait, free space, a file still being written), 2 config or \
+            usage error, 3 the spool cannot be used. As a daemon: 0 after a stop signal, 2 or 3 at start.
+            """)
+
+    @OptionGroup var options: ConfigOption
+    @Flag(help: "Process the jobs present, then exit (0 all done, 1 some failed, 75 retries left).")
+    var once = false
+
+    func run() throws {
+        let config = try options.load()
+        LogSetup.bootstrap(level: config.logLevel)
+        let logger = Logger(label: "dropfetch")
+        let agent = try Agent(config: config,
+                              options: Agent.Options(once: once, handleSignals: true, configPath: options.path),
+                              logger: logger)
+        let status = agent.run()
+        if status != .success { throw ExitCode(status.rawValue) }
+    }
+}
