@@ -42,7 +42,7 @@ extension Agent {
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
         do {
             let filed = try spool.file(job.workName, as: outcome, status: record) {
-                for case let (folder, name)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
+                for case let (folder, name, _)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
             }
             if outcome == .failed { handledFailure = true }
             logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
@@ -50,7 +50,11 @@ extension Agent {
             metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
             metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
         } catch where error.code == ENOENT && !FileSystem.exists(spool.work + "/" + job.workName) {
-            // Moved away meanwhile (hold, mv): it is not this agent's to file any more.
+            // Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records
+            // that prove its published files are its own are put back for when it returns.
+            for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
+                PartFile.restoreRecord(saved, named: name, in: folder)
+            }
             logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])
             table.remove(job)
             return

@@ -6,7 +6,7 @@ extension Agent {
     enum NameChoice {
         case reserved(PartFile)
         /// This job's file was published by an earlier run (proved by its resume record).
-        case published(file: String, bytes: Int64, sha256: String, record: (folder: DirectoryHandle, name: String))
+        case published(file: String, bytes: Int64, sha256: String, record: (folder: DirectoryHandle, name: String, record: ResumeRecord?))
         /// `on_conflict: overwrite`: the name belongs to another job until it is filed.
         case ownerBusy(String)
         case failed(Failure)
@@ -37,7 +37,8 @@ extension Agent {
             for candidate in Agent.nameVariants(name) {
                 if let final = try folder.status(candidate) {
                     if let sha256 = try provenPublished(candidate, final, in: folder, by: job) {
-                        let record = (folder, ResumeRecord.name(forPart: PartFile.partName(for: candidate)))
+                        let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
+                        let record = (folder, recordName, PartFile.readRecord(recordName, in: folder))
                         return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
                                           record: record)
                     }

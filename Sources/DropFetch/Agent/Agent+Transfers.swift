@@ -184,7 +184,7 @@ extension Agent {
         job.downloads[index].phase = .finished
         job.downloads[index].part = nil
         // The record proves the published file is this job's until the job's own record says so.
-        job.downloads[index].publishedRecord = (part.folder, part.recordName)
+        job.downloads[index].publishedRecord = (part.folder, part.recordName, part.record)
         crashPlan?.reach(.published)
         if job.isFinished { fileJob(job) } else { saveState(job) }
     }

@@ -39,7 +39,7 @@ final class Job {
         var part: PartFile?
         /// The published part whose resume record still proves the file is this job's; removed once
         /// the job's status file names the file.
-        var publishedRecord: (folder: DirectoryHandle, name: String)?
+        var publishedRecord: (folder: DirectoryHandle, name: String, record: ResumeRecord?)?
         /// Monotonic milliseconds when the running attempt started.
         var startedAt: Int64?
 

@@ -181,8 +181,8 @@ final class Spool {
     /// a temp left by a crash is removed at its next start (`removeLeftovers(in:)`).
     @discardableResult
     ///
-    /// `statusWritten` runs once the status file and the job file are both in place: what it cleans
-    /// up is no longer needed by recovery (a crash just before it leaves that cleanup to recovery).
+    /// `statusWritten` runs once the status file is in place, before the job file moves: what it
+    /// cleans up is then no longer needed by recovery, which completes the filing from the status.
     func file(path source: String, as outcome: Outcome, status: StatusRecord,
               stagingIn staging: String? = nil, statusWritten: () -> Void = {}) throws(SystemError) -> String {
         let folder = outcome == .done ? done : failed
@@ -199,6 +199,7 @@ final class Spool {
             } catch where error.code == EEXIST {
                 continue
             }
+            statusWritten()
             crashPlan?.reach(.statusWritten)
             do {
                 try FileSystem.renameNoReplace(source, to: jobPath)
@@ -207,7 +208,6 @@ final class Spool {
                 if error.code == EEXIST { continue }
                 throw error
             }
-            statusWritten()
             nextRecordNumber[folder + "/" + status.job] = number
             if durable {
                 try FileSystem.syncDirectory(folder)

@@ -112,6 +112,14 @@ final class PartFile {
         }
     }
 
+    /// Writes a record back under `name` (a filing that could not finish removed it too early).
+    static func restoreRecord(_ record: ResumeRecord, named name: String, in folder: DirectoryHandle) {
+        let temp = "." + name + ".tmp"
+        try? folder.removeIfPresent(temp)
+        guard let file = try? folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) else { return }
+        if (try? file.write(record.encoded())) != nil { try? folder.rename(temp, to: name) } else { try? folder.removeIfPresent(temp) }
+    }
+
     static func readRecord(_ name: String, in folder: DirectoryHandle) -> ResumeRecord? {
         guard let file = try? folder.open(name, flags: O_RDONLY), let bytes = try? file.readAll(limit: 1 << 16) else {
             return nil
