@@ -84,29 +84,6 @@ extension Agent {
                                            "from": "\(transfer.requestedOffset)"])
     }
 
-    /// Shares the bandwidth limits out among the running transfers (CURLOPT_MAX_RECV_SPEED_LARGE):
-    /// the global `rate_limit` and each class's divided evenly, a download's own limit on top.
-    /// Called whenever a transfer starts or ends, so the sums hold.
-    func applyRateLimits() {
-        let classRates = Dictionary(config.classes.compactMap { c in c.rateLimit.map { (c.name, $0) } }) { a, _ in a }
-        let anyLimit = config.limits.rateLimit > 0 || !classRates.isEmpty
-            || transfers.values.contains { jobs[$0.entry.unit.job]?.downloads[$0.entry.unit.download].spec.maxDownloadLimit != nil }
-        guard anyLimit || rateLimitsApplied else { return }
-        rateLimitsApplied = anyLimit
-        for running in transfers.values {
-            guard let job = jobs[running.entry.unit.job] else { continue }
-            var limits: [Int64] = []
-            if let own = job.downloads[running.entry.unit.download].spec.maxDownloadLimit, own > 0 { limits.append(own) }
-            if let rate = classRates[running.entry.className], rate > 0 {
-                limits.append(max(1, rate / Int64(max(1, admission.active(inClass: running.entry.className)))))
-            }
-            if config.limits.rateLimit > 0 {
-                limits.append(max(1, config.limits.rateLimit / Int64(transfers.count)))
-            }
-            try? running.transfer.easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: limits.min() ?? 0)
-        }
-    }
-
     /// Picks the final name in the destination under `on_conflict`, skipping names in use by others.
     private func chooseFinalPath(for download: Job.Download, of job: Job) throws(Failure) -> String {
         let folder = destination(of: job) + (download.spec.dir.map { "/" + $0 } ?? "")

@@ -63,8 +63,10 @@ public final class Agent {
     var busyParts: Set<String> = []
     /// Destination folders already created, so each job does not walk the path with mkdir(2) again.
     var knownFolders: Set<String> = []
-    /// Whether some transfer got a speed cap, so that removing every limit resets them.
-    var rateLimitsApplied = false
+    /// Token buckets and fair shares of the bandwidth limits (Agent+Bandwidth.swift).
+    var bandwidth = BandwidthBudget()
+    /// Speeds of the running transfers and bytes per class (Agent+Bandwidth.swift).
+    var transferMeter = TransferMeter()
     var nextJobID = 0
     var nextArrival = 0
     var handledFailure = false
@@ -132,6 +134,7 @@ public final class Agent {
             if options.once, onceRunIsOver() { break }
             do {
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
+                resumeThrottledTransfers()
                 try multi.perform()
             } catch {
                 logger.critical("libcurl multi interface failed: \(error)")
@@ -183,11 +186,13 @@ public final class Agent {
         return .success
     }
 
-    /// The poll timeout: the next retry coming due, the state refresh, or the next rescan.
+    /// The poll timeout: the next retry coming due, the state refresh, the next rescan, or a
+    /// throttled transfer's bucket refilling.
     private func pollTimeout() -> Int {
         let now = MonotonicClock.now()
         var deadline = now + 1000
         if let due = scheduler.nextDue { deadline = min(deadline, due) }
+        if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, lastScan + Int64(config.scanInterval.milliseconds))
         }
@@ -199,6 +204,7 @@ public final class Agent {
         let now = MonotonicClock.now()
         if now - lastStateRefresh >= 1000 {
             lastStateRefresh = now
+            meterTransfers(now: now)
             refreshStateFiles()
             writeMetrics()
         }
