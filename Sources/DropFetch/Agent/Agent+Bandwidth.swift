@@ -12,7 +12,8 @@ extension Agent {
         let now = MonotonicClock.now()
         bandwidth.setLimits(BandwidthBudget.Limits(config))
         var started: [Int] = []
-        for (key, running) in transfers where !bandwidth.contains(key) {
+        for (key, running) in transfers where !transferMeter.isTracking(key, running.transfer) {
+            transferMeter.forget(key)
             let download = jobs[running.entry.unit.job]?.downloads[running.entry.unit.download]
             bandwidth.add(key, className: running.entry.className, ownLimit: download?.spec.maxDownloadLimit, now: now)
             transferMeter.track(key, running.transfer, className: running.entry.className, now: now)

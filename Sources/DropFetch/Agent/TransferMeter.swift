@@ -28,7 +28,8 @@ struct TransferMeter {
         tracks[key] = Track(transfer: transfer, className: className, counted: written, samples: [(now, written)])
     }
 
-    func isTracking(_ key: Int) -> Bool { tracks[key] != nil }
+    /// Whether this very transfer is metered under `key` (a new easy handle may reuse an old address).
+    func isTracking(_ key: Int, _ transfer: Transfer) -> Bool { tracks[key]?.transfer === transfer }
 
     var keys: [Int] { Array(tracks.keys) }
 

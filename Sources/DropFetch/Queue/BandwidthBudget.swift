@@ -209,9 +209,10 @@ struct BandwidthBudget {
         var wake = windowStart + BandwidthBudget.window
         for flow in flows.values where flow.paused {
             guard let rate = flow.rate else { return now }
+            guard rate > 0 else { continue }
             let missing = BandwidthBudget.resumeLevel(rate) - flow.tokens
-            let due = flow.refilledAt + Int64((max(0, missing) * 1000 / rate).rounded(.up))
-            wake = min(wake, due)
+            let wait = min(Double(BandwidthBudget.window), (max(0, missing) * 1000 / rate).rounded(.up))
+            wake = min(wake, flow.refilledAt + Int64(wait))
         }
         return max(now, wake)
     }
