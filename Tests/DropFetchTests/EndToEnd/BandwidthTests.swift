@@ -138,6 +138,39 @@ struct BandwidthTests {
         #expect(fixture.downloaded("big.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
     }
 
+    @Test("imposing a limit by editing the config slows a running transfer within 2 s")
+    func reloadImposesLimit() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(4_000_000, seed: 117)
+        // About 400 KB/s from the server: ten seconds unlimited.
+        server.serve("/long.bin", body: body, faults: [.drip(bytesPerChunk: 40_000, interval: .milliseconds(100))])
+        let fixture = try SpoolFixture()
+        try fixture.startDaemon()
+        try fixture.drop("long.url", server.url("/long.bin") + "\n")
+        let part = fixture.destination + "/.long.bin.part"
+        #expect(try waitUntil(timeout: .seconds(5), interval: .milliseconds(20)) { (fixture.fileSize(part) ?? 0) > 100_000 },
+                "\(fixture.log)")
+
+        let edited = ContinuousClock.now
+        try fixture.writeConfig("limits: { rate_limit: 50K }\n")
+        #expect(try waitUntil(timeout: .seconds(5)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
+        _ = try waitUntil(timeout: .seconds(2), interval: .milliseconds(5)) { ContinuousClock.now - edited >= .seconds(2) }
+        let atTwo = fixture.fileSize(part) ?? 0
+        _ = try waitUntil(timeout: .seconds(3), interval: .milliseconds(5)) { ContinuousClock.now - edited >= .seconds(4) }
+        let atFour = fixture.fileSize(part) ?? 0
+        var entry: [String: Any]?
+        _ = try waitUntil(timeout: .seconds(2), interval: .milliseconds(50)) {
+            entry = runningEntry(fixture, "long.url")
+            return entry?["rate_limit"] is Int
+        }
+        try fixture.stopDaemon()
+
+        // 2 s at 50K is 102,400 bytes; unlimited it would be about 800,000.
+        #expect(atFour - atTwo <= 160_000, "\(atFour - atTwo) bytes from 2 s to 4 s after the edit")
+        #expect(atFour - atTwo >= 60_000, "\(atFour - atTwo) bytes from 2 s to 4 s after the edit")
+        #expect(entry?["rate_limit"] as? Int == 51_200)
+    }
+
     @Test("a 20K limit under a 50KB/s low-speed rule is not a timeout, even from a server just under the limit")
     func throttlingIsNotLowSpeed() throws {
         let server = try TestHTTPServer()
