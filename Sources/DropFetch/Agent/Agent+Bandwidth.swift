@@ -6,31 +6,53 @@ import CCurl
 /// loop resumes it when the bucket has refilled. An unlimited transfer has no callback hook and
 /// adds no timer.
 extension Agent {
+    /// One running transfer as the bandwidth code sees it.
+    struct MeteredTransfer {
+        let transfer: Transfer
+        let className: String
+        /// Its job (a class: the download's status is updated in place), and the download's index.
+        let job: Job?
+        let download: Int
+
+        var ownLimit: Int64? { job?.downloads[download].spec.maxDownloadLimit }
+    }
+
+    /// Every running transfer by easy-handle key: the only place in this file that reads the
+    /// agent's transfer table.
+    private func meteredTransfers() -> [Int: MeteredTransfer] {
+        var result: [Int: MeteredTransfer] = [:]
+        for (key, running) in transfers {
+            result[key] = MeteredTransfer(transfer: running.transfer, className: running.entry.className,
+                                          job: jobs[running.entry.unit.job], download: running.entry.unit.download)
+        }
+        return result
+    }
+
     /// Brings the budget up to date with the running transfers and the config, and gives each
-    /// transfer what its limit needs. Called whenever a transfer starts or ends and on a reload.
+    /// transfer what its limit needs. Call it whenever a transfer starts (before the next
+    /// curl_multi_perform(3)) or ends (while its `Transfer` is still alive, for its last bytes),
+    /// and on a config reload.
     func applyRateLimits() {
         let now = MonotonicClock.now()
+        let running = meteredTransfers()
         bandwidth.setLimits(BandwidthBudget.Limits(config))
         var started: [Int] = []
-        for (key, running) in transfers where !transferMeter.isTracking(key, running.transfer) {
+        for (key, metered) in running where !transferMeter.isTracking(key, metered.transfer) {
             transferMeter.forget(key)
-            let download = jobs[running.entry.unit.job]?.downloads[running.entry.unit.download]
-            bandwidth.add(key, className: running.entry.className, ownLimit: download?.spec.maxDownloadLimit, now: now)
-            transferMeter.track(key, running.transfer, className: running.entry.className, now: now)
+            bandwidth.add(key, className: metered.className, ownLimit: metered.ownLimit, now: now)
+            transferMeter.track(key, metered.transfer, className: metered.className, now: now)
             started.append(key)
         }
-        for key in bandwidth.ids where transfers[key] == nil { bandwidth.remove(key) }
-        for key in transferMeter.keys where transfers[key] == nil { transferMeter.forget(key) }
+        for key in bandwidth.ids where running[key] == nil { bandwidth.remove(key) }
+        for key in transferMeter.keys where running[key] == nil { transferMeter.forget(key) }
         bandwidth.rebalance(now: now)
         for key in started {
-            guard let running = transfers[key] else { continue }
-            if let job = jobs[running.entry.unit.job] {
-                job.downloads[running.entry.unit.download].status.rateLimit = bandwidth.rateLimit(of: key)
-                job.downloads[running.entry.unit.download].status.bytesPerSecond = nil
-            }
-            if let share = bandwidth.evenShare(of: key) { prepareLimited(running.transfer.easy, share: share) }
+            guard let metered = running[key] else { continue }
+            metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
+            metered.job?.downloads[metered.download].status.bytesPerSecond = nil
+            if let share = bandwidth.evenShare(of: key) { prepareLimited(metered.transfer.easy, share: share) }
         }
-        for (key, running) in transfers { hookLimit(running.transfer, key: key) }
+        for (key, metered) in running { hookLimit(metered.transfer, key: key) }
         metrics?.bytesByClass = transferMeter.bytesByClass
     }
 
@@ -64,16 +86,17 @@ extension Agent {
         }
     }
 
-    /// After each wake: divides the limits again once a second, and resumes the paused transfers
-    /// whose buckets have refilled (curl_easy_pause(3), which may run their write callbacks and
-    /// pause them again at once). Does nothing while no transfer is limited.
+    /// After each wake, before curl_multi_perform(3): divides the limits again once a second, and
+    /// resumes the paused transfers whose buckets have refilled (curl_easy_pause(3), which may run
+    /// their write callbacks and pause them again at once). Does nothing while no transfer is limited.
     func resumeThrottledTransfers() {
         guard bandwidth.isActive else { return }
         let now = MonotonicClock.now()
         bandwidth.rebalanceIfDue(now: now)
-        for key in bandwidth.takeResumable(now: now) {
-            transfers[key]?.transfer.easy.resume()
-        }
+        let due = bandwidth.takeResumable(now: now)
+        guard !due.isEmpty else { return }
+        let running = meteredTransfers()
+        for key in due { running[key]?.transfer.easy.resume() }
     }
 
     /// About once a second, before the state files are written: each running download's speed
@@ -81,11 +104,9 @@ extension Agent {
     /// for the metrics file.
     func meterTransfers(now: Int64) {
         transferMeter.sample(now: now)
-        for (key, running) in transfers {
-            guard let job = jobs[running.entry.unit.job] else { continue }
-            let index = running.entry.unit.download
-            job.downloads[index].status.bytesPerSecond = transferMeter.bytesPerSecond(key)
-            job.downloads[index].status.rateLimit = bandwidth.rateLimit(of: key)
+        for (key, metered) in meteredTransfers() {
+            metered.job?.downloads[metered.download].status.bytesPerSecond = transferMeter.bytesPerSecond(key)
+            metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
         }
         metrics?.bytesByClass = transferMeter.bytesByClass
     }
