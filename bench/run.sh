@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Benchmarks dropfetch against curl --parallel and aria2c on a loopback nginx over a tmpfs workspace.
-# Scenarios: big = one BENCH_BIG_MB MiB file; small = BENCH_SMALL_COUNT files of 16 KiB at concurrency 16.
+# Scenarios: big = one BENCH_BIG_MB MiB file; small = BENCH_SMALL_COUNT files of 16 KiB at concurrency 16;
+# ratelimit = bench/ratelimit.sh: one file at the same per-download limit, achieved ÷ target for each tool.
 # Each tool runs BENCH_WARMUP unmeasured times, then BENCH_REPEAT measured times (tools interleaved);
 # the table shows the median wall time. Every run's output is verified; a wrong result fails the bench.
-# Environment: DROPFETCH (binary), BENCH_ONLY=big|small, BENCH_REPEAT (3), BENCH_WARMUP (1), BENCH_SMALL_COUNT (5000),
-# BENCH_BIG_MB (2048), BENCH_WORKDIR (a directory to use instead of tmpfs, e.g. to include a real disk).
+# Environment: DROPFETCH (binary), BENCH_ONLY=big|small|ratelimit, BENCH_REPEAT (3), BENCH_WARMUP (1), BENCH_SMALL_COUNT (5000),
+# BENCH_BIG_MB (2048), BENCH_WORKDIR (a directory to use instead of tmpfs, e.g. to include a real disk),
+# BENCH_RATE (500K) and BENCH_RATE_MB (4) for ratelimit.
 set -euo pipefail
 export LC_ALL=C
 umask 022
@@ -36,7 +38,7 @@ die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'bench: %s\n' "$*" >&2; }
 is_uint() { [[ $1 =~ ^[0-9]+$ ]] && (( $1 > 0 )); }
 
-case $BENCH_ONLY in ''|big|small) ;; *) die "BENCH_ONLY must be big or small (got '$BENCH_ONLY')" ;; esac
+case $BENCH_ONLY in ''|big|small|ratelimit) ;; *) die "BENCH_ONLY must be big, small or ratelimit (got '$BENCH_ONLY')" ;; esac
 is_uint "$BENCH_REPEAT" || die "BENCH_REPEAT must be a positive integer"
 [[ $BENCH_WARMUP =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer"
 is_uint "$BENCH_SMALL_COUNT" || die "BENCH_SMALL_COUNT must be a positive integer"
@@ -80,6 +82,9 @@ trap 'exit 143' TERM
 need_mb=64
 want big && need_mb=$(( need_mb + 2 * BENCH_BIG_MB ))
 want small && need_mb=$(( need_mb + 2 * (BENCH_SMALL_COUNT * (SMALL_KIB + 4) / 1024 + 1) ))
+BENCH_RATE_MB=${BENCH_RATE_MB:-4}
+is_uint "$BENCH_RATE_MB" || die "BENCH_RATE_MB must be a positive integer"
+want ratelimit && need_mb=$(( need_mb + 4 * BENCH_RATE_MB ))
 
 if [[ -n $BENCH_WORKDIR ]]; then
     mkdir -p -- "$BENCH_WORKDIR"
@@ -360,6 +365,13 @@ for scenario in "${SCENARIOS[@]}"; do
     done
 done
 
+# ---------------------------------------------------------------- rate-limit accuracy
+
+RATE_LINE=""
+if want ratelimit; then
+    RATE_LINE=$(DROPFETCH="$DROPFETCH" BENCH_RATE_MB="$BENCH_RATE_MB" "$ROOT/bench/ratelimit.sh" "$BASE" "$WWW" "$W/ratelimit")
+fi
+
 # ---------------------------------------------------------------- report
 
 label() {
@@ -383,9 +395,11 @@ report=$OUT_DIR/results.txt
     if (( HAVE_DROPFETCH )); then echo "dropfetch: $DROPFETCH"; fi
     echo "MB = 2^20 bytes; ratios are dropfetch time / other tool's time (lower is better, < 1 = dropfetch faster)"
     echo
-    printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' scenario tool "median s" rate "df/curl" "df/aria2c"
-    printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' "----------------------------" "--------------------" \
-        "---------" "--------------" "--------" "---------"
+    if (( ${#SCENARIOS[@]} )); then
+        printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' scenario tool "median s" rate "df/curl" "df/aria2c"
+        printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' "----------------------------" "--------------------" \
+            "---------" "--------------" "--------" "---------"
+    fi
     for scenario in "${SCENARIOS[@]}"; do
         mapfile -t tools < <(tools_for "$scenario")
         declare -A MED=()
@@ -416,6 +430,7 @@ report=$OUT_DIR/results.txt
         done
         unset MED
     done
+    if [[ -n $RATE_LINE ]]; then echo; echo "$RATE_LINE"; fi
     echo
     echo "runs (seconds):"
     for scenario in "${SCENARIOS[@]}"; do

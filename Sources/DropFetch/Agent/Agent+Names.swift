@@ -1,4 +1,3 @@
-import CCurl
 import Glibc
 
 extension Agent {
@@ -107,30 +106,6 @@ extension Agent {
             let marker = ".\(number)"
             let room = FileName.maxBytes - marker.utf8.count - suffix.utf8.count
             return FileName.prefix(stem, maxBytes: room) + marker + suffix
-        }
-    }
-
-    /// Shares the bandwidth limits out among the running transfers (CURLOPT_MAX_RECV_SPEED_LARGE):
-    /// the global `rate_limit` and each class's divided evenly, a download's own limit on top.
-    /// Called whenever a transfer starts or ends, so the sums hold.
-    func applyRateLimits() {
-        let classRates = Dictionary(config.classes.compactMap { c in c.rateLimit.map { (c.name, $0) } }) { a, _ in a }
-        let running = Array(table.allTransfers)
-        let anyLimit = config.limits.rateLimit > 0 || !classRates.isEmpty
-            || running.contains { table.job($0.unit.job)?.downloads[$0.unit.download].spec.maxDownloadLimit != nil }
-        guard anyLimit || rateLimitsApplied else { return }
-        rateLimitsApplied = anyLimit
-        for (transfer, unit) in running {
-            guard let job = table.job(unit.job) else { continue }
-            var limits: [Int64] = []
-            if let own = job.downloads[unit.download].spec.maxDownloadLimit, own > 0 { limits.append(own) }
-            if let rate = classRates[job.record.className], rate > 0 {
-                limits.append(max(1, rate / Int64(max(1, admission.active(inClass: job.record.className)))))
-            }
-            if config.limits.rateLimit > 0 {
-                limits.append(max(1, config.limits.rateLimit / Int64(running.count)))
-            }
-            try? transfer.easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: limits.min() ?? 0)
         }
     }
 }

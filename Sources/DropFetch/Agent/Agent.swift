@@ -64,8 +64,10 @@ public final class Agent {
     var admission: Admission
     /// Open destination roots by absolute path: files below them are reached through these.
     var destinations: [String: DirectoryHandle] = [:]
-    /// Whether some transfer got a speed cap, so that removing every limit resets them.
-    var rateLimitsApplied = false
+    /// Token buckets and fair shares of the bandwidth limits (Agent+Bandwidth.swift).
+    var bandwidth = BandwidthBudget()
+    /// Speeds of the running transfers and bytes per class (Agent+Bandwidth.swift).
+    var transferMeter = TransferMeter()
     var nextID = 0
     var handledFailure = false
     /// A job could not be filed and stays claimed (exit 3 for `run --once`).
@@ -138,6 +140,7 @@ public final class Agent {
             if options.once, onceRunIsOver() { break }
             do {
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
+                resumeThrottledTransfers()
                 try multi.perform()
             } catch {
                 logger.critical("libcurl multi interface failed: \(error)")
@@ -199,8 +202,9 @@ public final class Agent {
         return .success
     }
 
-    /// The poll timeout: the next retry or filing coming due, an inbox file settling, the state
-    /// refresh while transfers run, or the next rescan; an idle agent sleeps until one of them.
+    /// The poll timeout: the next retry or filing coming due, an inbox file settling, a throttled
+    /// transfer's bucket refilling, the state refresh while transfers run, or the next rescan; an
+    /// idle agent sleeps until one of them.
     private func pollTimeout() -> Int {
         let now = MonotonicClock.now()
         var deadline = Int64.max
@@ -211,6 +215,7 @@ public final class Agent {
         if let settle = inbox.nextSettleCheck {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
+        if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
@@ -222,6 +227,7 @@ public final class Agent {
         let now = MonotonicClock.now()
         if table.runningCount > 0, now - lastStateRefresh >= 1000 {
             lastStateRefresh = now
+            meterTransfers(now: now)
             refreshStateFiles()
             writeMetrics()
         }

@@ -72,7 +72,9 @@ public struct SpoolStatus: Sendable {
             for download in record.downloads where download.state == .running {
                 let size = download.size.map { " of \($0)" } ?? ""
                 let percent = download.size.map { $0 > 0 ? " (\(download.bytes * 100 / $0)%)" : "" } ?? ""
-                lines.append("  running  \(record.job)  \(download.bytes)\(size) bytes\(percent)  \(download.url)")
+                let speed = download.bytesPerSecond.map { "  \(SpoolStatus.rate($0))" } ?? ""
+                let limit = download.rateLimit.map { "  (limit \(SpoolStatus.rate($0)))" } ?? ""
+                lines.append("  running  \(record.job)  \(download.bytes)\(size) bytes\(percent)\(speed)\(limit)  \(download.url)")
             }
         }
         for record in waiting {
@@ -85,5 +87,13 @@ public struct SpoolStatus: Sendable {
             lines.append("  \(record.finished ?? "")  \(record.state.rawValue)  \(record.job)\(error)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Bytes per second for people: `850 B/s`, `200.0 KB/s`, `4.5 MB/s` (powers of 1024, as the config's sizes).
+    static func rate(_ bytesPerSecond: Int64) -> String {
+        if bytesPerSecond < 1024 { return "\(bytesPerSecond) B/s" }
+        let (unit, scale): (String, Int64) = bytesPerSecond < 1 << 20 ? ("KB", 1 << 10) : ("MB", 1 << 20)
+        let tenths = (bytesPerSecond * 10 + scale / 2) / scale
+        return "\(tenths / 10).\(tenths % 10) \(unit)/s"
     }
 }

@@ -77,6 +77,10 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
             json.field("sha256", download.sha256)
             json.field("seconds", (download.seconds * 1000).rounded() / 1000)
             json.field("error", failure: download.error)
+            if download.state == .running {
+                json.field("bytes_per_second", download.bytesPerSecond)
+                json.field("rate_limit", download.rateLimit)
+            }
             json.endObject()
         }
         json.endArray()
@@ -110,6 +114,11 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
     public var sha256: String?
     public var seconds: Double
     public var error: Failure?
+    /// State files, while running: the current speed (null until measured).
+    public var bytesPerSecond: Int64?
+    /// State files, while running: the bandwidth limit the transfer runs under, bytes per second
+    /// (its share of the class and global limits, or its own `max-download-limit`); null when none.
+    public var rateLimit: Int64?
 
     public init(url: String, file: String?, state: State) {
         self.url = url
@@ -122,7 +131,7 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case url, file, state, bytes, size, httpStatus = "http_status", resumedFrom = "resumed_from"
-        case sha256, seconds, error
+        case sha256, seconds, error, bytesPerSecond = "bytes_per_second", rateLimit = "rate_limit"
     }
 
 }

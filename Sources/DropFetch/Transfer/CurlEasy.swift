@@ -70,6 +70,13 @@ final class CurlEasy {
         headerList = list
     }
 
+    /// Unpauses a transfer its write callback paused (curl_easy_pause(3) with CURLPAUSE_CONT);
+    /// libcurl may deliver the held data to the write callback before this returns.
+    @discardableResult
+    func resume() -> CURLcode {
+        curl_easy_pause(handle, CURLPAUSE_CONT)
+    }
+
     func info(long key: CURLINFO) -> Int {
         var value = 0
         _ = dfc_getinfo_long(handle, key, &value)

@@ -34,6 +34,11 @@ final class Transfer {
     /// The address refused by `block_private_addresses`, if one was.
     private var blockedAddress: String?
     private let crashPlan: CrashPlan?
+    /// Set while a bandwidth limit applies (Agent+Bandwidth): asked before each write whether the
+    /// bytes may be taken now; false pauses the transfer (CURL_WRITEFUNC_PAUSE) and libcurl
+    /// delivers the same bytes again once the agent resumes it. Nil costs an unlimited transfer
+    /// nothing but this check.
+    var admit: ((Int) -> Bool)?
 
     /// Prepares the request for the data `part` still lacks; does not start it. Data that no
     /// validator can vouch for, or that the record does not count as durable, is cut off first.
@@ -309,6 +314,7 @@ private let transferWriteCallback: dfc_data_callback = { pointer, size, count, c
     guard let pointer, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
+    if let admit = transfer.admit, !admit(length) { return Int(CURL_WRITEFUNC_PAUSE) }
     return transfer.receiveBody(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
 }
 

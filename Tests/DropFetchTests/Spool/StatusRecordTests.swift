@@ -54,4 +54,34 @@ struct StatusRecordTests {
         #expect(object["ignored_options"] as? [String] == ["split", "max-connection-per-server", "we\"ird"])
         #expect(StatusRecord.decode(record.encoded())?.ignoredOptions == record.ignoredOptions)
     }
+
+    @Test("a running download shows bytes_per_second and rate_limit (null when none); a finished one neither")
+    func speedAndLimit() throws {
+        var record = StatusRecord(job: "a.url", state: .running, className: "default", priority: 0,
+                                  agent: "host-a", submitted: "2026-11-21T22:00:00Z", attempts: 1)
+        var limited = DownloadStatus(url: "http://example.org/a", file: "/srv/a", state: .running)
+        limited.bytesPerSecond = 204_000
+        limited.rateLimit = 204_800
+        var unlimited = DownloadStatus(url: "http://example.org/b", file: "/srv/b", state: .running)
+        unlimited.bytesPerSecond = 9_000_000
+        var done = DownloadStatus(url: "http://example.org/c", file: "/srv/c", state: .done)
+        done.bytesPerSecond = 1
+        done.rateLimit = 2
+        record.downloads = [limited, unlimited, done]
+
+        let bytes = record.encoded()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let entries = try #require(object["downloads"] as? [[String: Any]])
+        #expect(entries[0]["bytes_per_second"] as? Int == 204_000)
+        #expect(entries[0]["rate_limit"] as? Int == 204_800)
+        #expect(entries[1]["bytes_per_second"] as? Int == 9_000_000)
+        #expect(entries[1]["rate_limit"] is NSNull)
+        #expect(entries[2]["bytes_per_second"] == nil)
+        #expect(entries[2]["rate_limit"] == nil)
+
+        let decoded = try #require(StatusRecord.decode(bytes))
+        #expect(decoded.downloads[0].rateLimit == 204_800)
+        #expect(decoded.downloads[0].bytesPerSecond == 204_000)
+        #expect(decoded.downloads[1].rateLimit == nil)
+    }
 }

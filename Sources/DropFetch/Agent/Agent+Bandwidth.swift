@@ -1,0 +1,114 @@
+import CCurl
+
+/// Bandwidth limits (DESIGN.md §4 "Bandwidth") on the event loop: `bandwidth` (a
+/// `BandwidthBudget`) holds a token bucket per limited transfer, the write callback of a limited
+/// transfer asks it before taking bytes and pauses the transfer when its bucket is empty, and the
+/// loop resumes it when the bucket has refilled. An unlimited transfer has no callback hook and
+/// adds no timer.
+extension Agent {
+    /// One running transfer as the bandwidth code sees it.
+    struct MeteredTransfer {
+        let transfer: Transfer
+        let className: String
+        /// Its job (a class: the download's status is updated in place), and the download's index.
+        let job: Job?
+        let download: Int
+
+        var ownLimit: Int64? { job?.downloads[download].spec.maxDownloadLimit }
+    }
+
+    /// Every running transfer by easy-handle key: the only place in this file that reads the
+    /// agent's transfer table.
+    private func meteredTransfers() -> [Int: MeteredTransfer] {
+        var result: [Int: MeteredTransfer] = [:]
+        for (transfer, unit) in table.allTransfers {
+            let job = table.job(unit.job)
+            result[transfer.easy.key] = MeteredTransfer(transfer: transfer, className: job?.record.className ?? "default",
+                                                        job: job, download: unit.download)
+        }
+        return result
+    }
+
+    /// Brings the budget up to date with the running transfers and the config, and gives each
+    /// transfer what its limit needs. Call it whenever a transfer starts (before the next
+    /// curl_multi_perform(3)) or ends (while its `Transfer` is still alive, for its last bytes),
+    /// and on a config reload.
+    func applyRateLimits() {
+        let now = MonotonicClock.now()
+        let running = meteredTransfers()
+        bandwidth.setLimits(BandwidthBudget.Limits(config))
+        var started: [Int] = []
+        for (key, metered) in running where !transferMeter.isTracking(key, metered.transfer) {
+            transferMeter.forget(key)
+            bandwidth.add(key, className: metered.className, ownLimit: metered.ownLimit, now: now)
+            transferMeter.track(key, metered.transfer, className: metered.className, now: now)
+            started.append(key)
+        }
+        for key in bandwidth.ids where running[key] == nil { bandwidth.remove(key) }
+        for key in transferMeter.keys where running[key] == nil { transferMeter.forget(key) }
+        bandwidth.rebalance(now: now)
+        for key in started {
+            guard let metered = running[key] else { continue }
+            metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
+            metered.job?.downloads[metered.download].status.bytesPerSecond = nil
+            if let share = bandwidth.evenShare(of: key) { prepareLimited(metered.transfer.easy, share: share) }
+        }
+        for (key, metered) in running { hookLimit(metered.transfer, key: key) }
+        metrics?.bytesByClass = transferMeter.bytesByClass
+    }
+
+    /// A transfer limited from its start, before its first request: HTTP/1.1 (an HTTP/2 stream
+    /// window lets the server send megabytes past a pause) and a receive buffer of about a
+    /// sixteenth of a second (CURLOPT_BUFFERSIZE), so that each write is a small step of the limit.
+    private func prepareLimited(_ easy: CurlEasy, share: Int64) {
+        try? easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        try? easy.set(CURLOPT_BUFFERSIZE, Int(min(256 * 1024, max(1024, share / 16))))
+    }
+
+    /// Installs or removes the write callback's budget check, and keeps the low-speed limit
+    /// (CURLOPT_LOW_SPEED_LIMIT) within reach of the transfer's share: a transfer that the agent
+    /// holds to 20 KB/s cannot keep a 50 KB/s low-speed rule, so under a limit the rule asks for half
+    /// the share it gets when every transfer wants all it can.
+    private func hookLimit(_ transfer: Transfer, key: Int) {
+        let configured = config.limits.lowSpeed.bytesPerSecond
+        guard bandwidth.isLimited(key) else {
+            guard transfer.admit != nil else { return }
+            transfer.admit = nil
+            if configured > 0 { try? transfer.easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(configured)) }
+            return
+        }
+        if transfer.admit == nil {
+            transfer.admit = { [unowned self] bytes in
+                self.bandwidth.admit(key, bytes: bytes, now: MonotonicClock.now())
+            }
+        }
+        if configured > 0, let share = bandwidth.evenShare(of: key) {
+            try? transfer.easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(max(1, min(configured, share / 2))))
+        }
+    }
+
+    /// After each wake, before curl_multi_perform(3): divides the limits again once a second, and
+    /// resumes the paused transfers whose buckets have refilled (curl_easy_pause(3), which may run
+    /// their write callbacks and pause them again at once). Does nothing while no transfer is limited.
+    func resumeThrottledTransfers() {
+        guard bandwidth.isActive else { return }
+        let now = MonotonicClock.now()
+        bandwidth.rebalanceIfDue(now: now)
+        let due = bandwidth.takeResumable(now: now)
+        guard !due.isEmpty else { return }
+        let running = meteredTransfers()
+        for key in due { running[key]?.transfer.easy.resume() }
+    }
+
+    /// About once a second, before the state files are written: each running download's speed
+    /// (`bytes_per_second`) and the limit it runs under (`rate_limit`), and the bytes per class
+    /// for the metrics file.
+    func meterTransfers(now: Int64) {
+        transferMeter.sample(now: now)
+        for (key, metered) in meteredTransfers() {
+            metered.job?.downloads[metered.download].status.bytesPerSecond = transferMeter.bytesPerSecond(key)
+            metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
+        }
+        metrics?.bytesByClass = transferMeter.bytesByClass
+    }
+}
