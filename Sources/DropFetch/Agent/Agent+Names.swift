@@ -16,13 +16,11 @@ extension Agent {
     /// fails with `exists`, `overwrite` waits for the owner.
     func reservePart(for download: Job.Download, of job: Job) -> NameChoice {
         let folder: DirectoryHandle
-        var subfolder = download.spec.dir ?? ""
-        if let absolute = download.spec.absoluteDir {
-            do {
-                subfolder = try absolute.relative(to: destinationPath(of: job)) ?? ""
-            } catch {
-                return .failed(Failure(.invalidJob, "\(job.record.job): \(error)"))
-            }
+        let subfolder: String
+        do {
+            subfolder = try download.spec.subfolder(in: destinationPath(of: job)) ?? ""
+        } catch {
+            return .failed(Failure(.invalidJob, "\(job.record.job): \(error)"))
         }
         do {
             folder = try destinationRoot(of: job).descend(subfolder, create: true)

@@ -26,6 +26,11 @@ extension Agent {
             switch reservePart(for: download, of: job) {
             case .reserved(let part):
                 download.part = part
+                // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
+                // that wrote the data.
+                if !download.beginsAttempt, part.size > 0 {
+                    download.mirror = min(part.record.mirror, download.spec.urls.count - 1)
+                }
                 download.status.file = part.finalPath
             case .published(let file, let bytes, let sha256, let record):
                 download.publishedRecord = record
@@ -65,8 +70,7 @@ extension Agent {
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
             lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
         request.mirror = download.mirror
-        let scheme = URLParts(download.currentURL)?.scheme ?? ""
-        request.credentials = scheme.hasPrefix("ftp") ? download.spec.ftpCredentials : download.spec.httpCredentials
+        request.credentials = download.spec.credentials(forURL: download.currentURL)
         request.proxy = download.spec.proxy
         request.durable = config.fsync
         request.maxRedirects = config.maxRedirects

@@ -14,7 +14,7 @@ public enum SpoolControl {
 
     /// Carries out `action` on the job named `job` (with or without `.url`); returns where it went.
     public static func perform(_ action: Action, job: String, config: Config) throws -> String {
-        let name = job.hasSuffix(".url") ? job : job + ".url"
+        let name = job.lowercased().hasSuffix(".url") ? job : job + ".url"
         guard Spool.isJobName(name), !name.contains("/") else {
             throw ControlError(message: "'\(job)' is not a job name (a file name ending in .url)")
         }
