@@ -35,73 +35,64 @@ public final class Agent {
         case stopping
     }
 
-    var config: Config
-    let options: Options
-    let logger: Logger
-    let spool: Spool
-    let agentID: String
-    let destinationRoot: String
-    let multi: CurlMulti
-    var scheduler: Scheduler
+    let context: AgentContext
+    let intake: JobIntake
+    let runner: JobRunner
+    let filer: JobFiler
+    let recovery: JobRecovery
+    let names: OutputNames
+    let bandwidth: BandwidthControl
     private var watcher: InboxWatcher?
     private var signals: SignalSource?
     private var configWatcher: ConfigWatcher?
     private var workWatcher: WorkFolderWatcher?
     private var state = State.running
-    /// False once a stop was asked for: nothing new is indexed or started.
-    var acceptsWork: Bool { if case .running = state { true } else { false } }
-    /// Debug builds only: where to die for the crash-matrix tests.
-    let crashPlan = CrashPlan.fromEnvironment()
-    let hooks: HookRunner
-    var metrics: MetricsFile?
     /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
     lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
-
-    /// Every job this agent owns and every transfer it runs.
-    var table = JobTable()
-    /// What waits in the inbox, unclaimed.
-    var inbox = InboxIndex()
-    var admission: Admission
-    /// Open destination roots by absolute path: files below them are reached through these.
-    var destinations: [String: DirectoryHandle] = [:]
-    /// Token buckets and fair shares of the bandwidth limits (Agent+Bandwidth.swift).
-    var bandwidth = BandwidthBudget()
-    /// Speeds of the running transfers and bytes per class (Agent+Bandwidth.swift).
-    var transferMeter = TransferMeter()
-    var nextID = 0
-    var handledFailure = false
-    /// A job could not be filed and stays claimed (exit 3 for `run --once`).
-    var filingBlocked = false
     /// When `run --once` began (monotonic ms): unsettled inbox files are waited for until `once_wait`.
     private var startedAt = MonotonicClock.now()
-    var lastStateRefresh: Int64 = 0
     private var lastScan: Int64 = 0
     private var lastCleanup = MonotonicClock.now()
+
+    private var config: Config { context.config }
+    private var options: Options { context.options }
+    private var logger: Logger { context.logger }
+    private var spool: Spool { context.spool }
+    private var table: JobTable { context.table }
+    private var multi: CurlMulti { context.multi }
 
     /// Prepares the agent; nothing touches the disk or the network until `run()`.
     public init(config: Config, options: Options = Options(), logger: Logger) throws {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        self.config = config
-        self.options = options
-        self.logger = logger
-        agentID = config.agentID ?? Agent.hostName()
+        let agentID = config.agentID ?? Agent.hostName()
         let root = Agent.absolute(config.spool)
-        spool = Spool(root: root, agentID: agentID, durable: config.fsync)
+        let crashPlan = CrashPlan.fromEnvironment()
+        let spool = Spool(root: root, agentID: agentID, durable: config.fsync)
         spool.crashPlan = crashPlan
-        hooks = HookRunner(logger: logger)
-        let id = agentID
-        metrics = config.metricsFile.map { MetricsFile(path: Agent.absolute($0), agent: id) }
-        destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
-        multi = try CurlMulti()
-        scheduler = Scheduler(order: config.order)
-        admission = Admission(limits: Admission.Limits(config))
+        context = AgentContext(config: config, options: options, logger: logger, spool: spool, agentID: agentID,
+                               destinationRoot: Agent.absolute(config.destination ?? root + "/downloads"),
+                               multi: try CurlMulti(), crashPlan: crashPlan)
+        intake = JobIntake(context: context)
+        runner = JobRunner(context: context)
+        filer = JobFiler(context: context)
+        recovery = JobRecovery(context: context)
+        names = OutputNames(context: context)
+        bandwidth = BandwidthControl(context: context)
+        intake.runner = runner
+        intake.filer = filer
+        runner.intake = intake
+        runner.filer = filer
+        runner.names = names
+        runner.bandwidth = bandwidth
+        filer.intake = intake
+        recovery.intake = intake
     }
 
     /// Runs until stopped (daemon) or until the work present at start is over (`once`).
     public func run() -> ExitStatus {
         do {
             try spool.open()
-            try FileSystem.makeDirectories(destinationRoot)
+            try FileSystem.makeDirectories(context.destinationRoot)
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
             workWatcher = try WorkFolderWatcher(folder: spool.work)
             if options.handleSignals { signals = try SignalSource() }
@@ -117,14 +108,14 @@ public final class Agent {
             return .spoolUnusable
         }
         logger.info("agent started", metadata: [
-            "agent": "\(agentID)", "spool": "\(spool.root)", "destination": "\(destinationRoot)",
+            "agent": "\(context.agentID)", "spool": "\(spool.root)", "destination": "\(context.destinationRoot)",
             "mode": "\(options.once ? "once" : "daemon")",
         ])
         let stale = spool.removeStaleTemporaries()
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
         startedAt = MonotonicClock.now()
-        recover()
-        scanInbox()
+        recovery.recover()
+        intake.scanInbox()
         lastScan = MonotonicClock.now()
         notifier?.ready()
         return loop()
@@ -135,35 +126,35 @@ public final class Agent {
                               configWatcher?.fileDescriptor].compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         while true {
-            if case .running = state { startRunnable() }
+            if case .running = state { runner.startRunnable() }
             if case .stopping = state, table.runningCount == 0 { break }
             if options.once, onceRunIsOver() { break }
             do {
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
-                resumeThrottledTransfers()
+                bandwidth.resumeThrottledTransfers()
                 try multi.perform()
             } catch {
                 logger.critical("libcurl multi interface failed: \(error)")
-                stopTransfers()
+                runner.stopTransfers()
                 return .failed
             }
-            for (key, result) in multi.completed() { complete(key: key, result: result) }
+            for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
-                for name in workWatcher.drainDeparted() { jobLeftWorkFolder(name) }
+                for name in workWatcher.drainDeparted() { runner.jobLeftWorkFolder(name) }
             }
             if let watcher, isReady(watcher.fileDescriptor) {
                 let changes = watcher.drain()
-                for path in changes.arrived { index(path, arrival: Agent.wallNanoseconds(), settled: true) }
-                if changes.needsRescan { scanInbox() }
+                for path in changes.arrived { intake.index(path, arrival: Agent.wallNanoseconds(), settled: true) }
+                if changes.needsRescan { intake.scanInbox() }
             }
             housekeeping()
             notifier?.turn {
-                ServiceNotifier.Counts(queued: scheduler.readyCount, active: table.runningCount,
-                                       waiting: scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
+                ServiceNotifier.Counts(queued: runner.scheduler.readyCount, active: table.runningCount,
+                                       waiting: runner.scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
             }
         }
         return finalStatus()
@@ -172,18 +163,18 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard table.runningCount == 0, scheduler.readyCount == 0 else { return false }
+        guard table.runningCount == 0, runner.scheduler.readyCount == 0 else { return false }
         let now = MonotonicClock.now()
         let horizon = Agent.adding(now, config.onceWait)
-        if let due = scheduler.nextDue, due <= horizon { return false }
+        if let due = runner.scheduler.nextDue, due <= horizon { return false }
         if let due = table.nextFilingDue, due <= horizon { return false }
-        if inbox.unsettledCount > 0, now < Agent.adding(startedAt, config.onceWait) { return false }
+        if intake.inbox.unsettledCount > 0, now < Agent.adding(startedAt, config.onceWait) { return false }
         return true
     }
 
     func writeMetrics() {
         do {
-            try metrics?.write(active: table.runningCount, ready: scheduler.readyCount, waiting: scheduler.waitingCount)
+            try context.metrics?.write(active: table.runningCount, ready: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount)
         } catch {
             logger.warning("cannot write metrics_file: \(error)")
         }
@@ -196,9 +187,9 @@ public final class Agent {
             logger.info("stopped; unfinished jobs stay in \(spool.work)")
             return .success
         }
-        if filingBlocked || table.hasFilingFailures { return .spoolUnusable }
-        if handledFailure { return .failed }
-        if !table.isEmpty || inbox.unsettledCount > 0 { return .retriesPending }
+        if table.hasFilingFailures { return .spoolUnusable }
+        if filer.handledFailure { return .failed }
+        if !table.isEmpty || intake.inbox.unsettledCount > 0 { return .retriesPending }
         return .success
     }
 
@@ -208,11 +199,11 @@ public final class Agent {
     private func pollTimeout() -> Int {
         let now = MonotonicClock.now()
         var deadline = Int64.max
-        if table.runningCount > 0 { deadline = lastStateRefresh + 1000 }
-        if let due = scheduler.nextDue { deadline = min(deadline, due) }
+        if table.runningCount > 0 { deadline = runner.lastStateRefresh + 1000 }
+        if let due = runner.scheduler.nextDue { deadline = min(deadline, due) }
         if let due = table.nextFilingDue { deadline = min(deadline, due) }
         if let due = notifier?.nextDeadline { deadline = min(deadline, due) }
-        if let settle = inbox.nextSettleCheck {
+        if let settle = intake.inbox.nextSettleCheck {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
@@ -223,24 +214,24 @@ public final class Agent {
     }
 
     private func housekeeping() {
-        hooks.reap()
+        context.hooks.reap()
         let now = MonotonicClock.now()
-        if table.runningCount > 0, now - lastStateRefresh >= 1000 {
-            lastStateRefresh = now
-            meterTransfers(now: now)
-            refreshStateFiles()
+        if table.runningCount > 0, now - runner.lastStateRefresh >= 1000 {
+            runner.lastStateRefresh = now
+            bandwidth.meterTransfers(now: now)
+            filer.refreshStateFiles()
             writeMetrics()
         }
-        for (job, record) in table.filingDue(now: now) { file(job, record) }
-        if inbox.nextSettleCheck.map({ $0 <= Agent.wallNanoseconds() }) == true { recheckUnsettled() }
+        for (job, record) in table.filingDue(now: now) { filer.file(job, record) }
+        if intake.inbox.nextSettleCheck.map({ $0 <= Agent.wallNanoseconds() }) == true { intake.recheckUnsettled() }
         if now - lastCleanup >= 3_600_000 {
             lastCleanup = now
             spool.removeStaleTemporaries()
         }
         if !options.once, config.scanInterval > .zero, now >= Agent.adding(lastScan, config.scanInterval) {
             lastScan = now
-            recover()
-            scanInbox()
+            recovery.recover()
+            intake.scanInbox()
         }
     }
 
@@ -269,7 +260,8 @@ public final class Agent {
                 logger.info("stop requested: aborting transfers, keeping partial data")
                 notifier?.stopping()
                 state = .stopping
-                stopTransfers()
+                context.acceptsWork = false
+                runner.stopTransfers()
             }
         }
     }
@@ -291,10 +283,10 @@ public final class Agent {
             fresh.agentID = config.agentID
             fresh.destination = config.destination
             guard fresh != config else { return }
-            config = fresh
-            destinations.removeAll()
-            requeueUnstarted()
-            applyRateLimits()
+            context.config = fresh
+            names.closeRoots()
+            runner.requeueUnstarted()
+            bandwidth.applyRateLimits()
             logger.info("config reloaded from \(path)", metadata: [
                 "total": "\(fresh.concurrency.total)", "per_host": "\(fresh.concurrency.perHost)",
                 "classes": "\(fresh.classes.count)",

@@ -96,3 +96,12 @@ final class Job {
         return current
     }
 }
+
+extension Job {
+    /// The scheduler's entry for one of this job's downloads.
+    func schedulerEntry(_ index: Int) -> Scheduler.Entry {
+        Scheduler.Entry(unit: Scheduler.Unit(job: id, download: index), priority: record.priority,
+                        arrival: Int(arrival), host: URLParts(downloads[index].currentURL)?.host ?? "",
+                        className: record.className)
+    }
+}

@@ -1,6 +1,6 @@
 /// Every job this agent owns and every transfer it runs: the one place that answers "is this job
 /// running", "which transfer is this", "what is left". Only the event loop uses it.
-struct JobTable {
+final class JobTable {
     /// What the table knows of one job besides the job itself.
     private enum State {
         case active
@@ -13,6 +13,14 @@ struct JobTable {
     /// Running transfers by easy-handle key.
     private var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
 
+    private var nextID = 0
+
+    /// A new id for a job or an unclaimed inbox job (the scheduler's units share one space).
+    func makeID() -> Int {
+        defer { nextID += 1 }
+        return nextID
+    }
+
     var isEmpty: Bool { jobs.isEmpty }
     var count: Int { jobs.count }
     var runningCount: Int { transfers.count }
@@ -23,26 +31,26 @@ struct JobTable {
 
     func job(workName: String) -> Job? { idsByWorkName[workName].flatMap { jobs[$0]?.job } }
 
-    mutating func add(_ job: Job) {
+    func add(_ job: Job) {
         jobs[job.id] = (job, .active)
         idsByWorkName[job.workName] = job.id
     }
 
     /// Forgets a job that was filed or left the work folder; its transfers must be ended first.
-    mutating func remove(_ job: Job) {
+    func remove(_ job: Job) {
         jobs[job.id] = nil
         idsByWorkName[job.workName] = nil
     }
 
     // MARK: - Transfers
 
-    mutating func started(_ transfer: Transfer, for unit: Scheduler.Unit) {
+    func started(_ transfer: Transfer, for unit: Scheduler.Unit) {
         transfers[transfer.easy.key] = (transfer, unit)
         jobs[unit.job]?.job.downloads[unit.download].phase = .running(key: transfer.easy.key)
     }
 
     /// The transfer under `key`, forgotten; its download's phase is for the caller to set.
-    mutating func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
+    func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
         transfers.removeValue(forKey: key)
     }
 
@@ -56,7 +64,7 @@ struct JobTable {
     // MARK: - Filing
 
     /// A job whose filing failed waits here, with the record to file, for `retryAt`.
-    mutating func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
+    func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
         jobs[job.id] = (job, .filing(record, retryAt: retryAt, failures: filingFailures(of: job) + 1))
     }
 

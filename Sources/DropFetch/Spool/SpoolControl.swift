@@ -132,7 +132,7 @@ public enum SpoolControl {
     /// Removes the `.part` files (and records) among the names a download may have taken that
     /// this job owns; another job's data of the same name is left alone.
     private static func discardParts(of name: String, in folder: DirectoryHandle, ownedBy owner: PartOwner) {
-        for candidate in Agent.nameVariants(name).prefix(100) {
+        for candidate in OutputNames.variants(of: name).prefix(100) {
             let part = PartFile.partName(for: candidate)
             let recordName = ResumeRecord.name(forPart: part)
             guard let record = PartFile.readRecord(recordName, in: folder) else { continue }

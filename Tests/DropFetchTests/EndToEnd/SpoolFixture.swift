@@ -40,13 +40,16 @@ final class SpoolFixture: @unchecked Sendable {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    /// Drops a job the safe way: a dot temp file renamed into the inbox.
+    /// Drops a job the safe way (dot temp, then rename), its mtime ten seconds back.
     @discardableResult
     func drop(_ name: String, _ content: String, folder: String = "") throws -> String {
         let directory = spool + "/inbox" + (folder.isEmpty ? "" : "/" + folder)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let temp = directory + "/." + name + ".tmp"
         try content.write(toFile: temp, atomically: false, encoding: .utf8)
+        // Written a while ago, as most spool files are when an agent starts: a scan claims a file
+        // only once it has settled (mtime 2 s old). Relative order of drops is kept.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -10)], ofItemAtPath: temp)
         try FileManager.default.moveItem(atPath: temp, toPath: directory + "/" + name)
         return directory + "/" + name
     }

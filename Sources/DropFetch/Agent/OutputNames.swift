@@ -1,6 +1,21 @@
 import Glibc
 
-extension Agent {
+/// A download's output name: chosen under `on_conflict` and taken on disk (PartFile), in the
+/// destination of the job's class, reached through directory handles opened once.
+final class OutputNames: AgentPart {
+    let context: AgentContext
+    /// Open destination roots by absolute path: files below them are reached through these.
+    private var destinations: [String: DirectoryHandle] = [:]
+
+    init(context: AgentContext) {
+        self.context = context
+    }
+
+    /// Forgets the open roots (a config reload may name other destinations).
+    func closeRoots() {
+        destinations.removeAll()
+    }
+
     /// How choosing a download's output name ended.
     enum NameChoice {
         case reserved(PartFile)
@@ -31,7 +46,7 @@ extension Agent {
         }
         let name = download.spec.out ?? FileName.fromURL(download.spec.urls[0])
         do {
-            for candidate in Agent.nameVariants(name) {
+            for candidate in OutputNames.variants(of: name) {
                 if let final = try folder.status(candidate) {
                     if let sha256 = try provenPublished(candidate, final, in: folder, by: job) {
                         let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
@@ -86,12 +101,12 @@ extension Agent {
     }
 
     func destinationPath(of job: Job) -> String {
-        jobClass(of: job)?.destination.map(Agent.absolute) ?? destinationRoot
+        config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
     }
 
     /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within
     /// `FileName.maxBytes` (NAME_MAX) when `name` is already that long.
-    static func nameVariants(_ name: String) -> some Sequence<String> {
+    static func variants(of name: String) -> some Sequence<String> {
         let dot = name.dropFirst().firstIndex(of: ".")
         var stem = dot.map { String(name[..<$0]) } ?? name
         var suffix = dot.map { String(name[$0...]) } ?? ""

@@ -1,6 +1,17 @@
 import Glibc
 
-extension Agent {
+/// Filing: a finished job's status file into done/ or failed/ and the job beside it (retried
+/// until it succeeds), its hooks, and the state files of running jobs.
+final class JobFiler: AgentPart {
+    let context: AgentContext
+    /// Some job handled by this run failed or was cancelled (exit 1 for `run --once`).
+    private(set) var handledFailure = false
+    unowned var intake: JobIntake!
+
+    init(context: AgentContext) {
+        self.context = context
+    }
+
     /// Files a job that never queued (invalid, unsupported) in failed/.
     func fileImmediately(_ workName: String, _ base: StatusRecord, _ failure: Failure) {
         var record = base
@@ -13,9 +24,8 @@ extension Agent {
             record.downloads[index].error = failure
         }
         logger.warning("job failed: \(failure.message)", metadata: ["job": "\(record.job)", "kind": "\(failure.kind.rawValue)"])
-        let job = Job(id: nextID, workName: workName, owner: PartOwner(job: record.job, claim: 0),
+        let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: record.job, claim: 0),
                       spec: JobSpec(downloads: []), record: record, arrival: 0)
-        nextID += 1
         table.add(job)
         file(job, record)
     }
@@ -47,8 +57,8 @@ extension Agent {
             if outcome == .failed { handledFailure = true }
             logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
             announce(record, filedAt: filed)
-            metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
-            metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
+            context.metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
+            context.metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
         } catch where error.code == ENOENT && !FileSystem.exists(spool.work + "/" + job.workName) {
             // Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records
             // that prove its published files are its own are put back for when it returns.
@@ -66,8 +76,8 @@ extension Agent {
             return
         }
         table.remove(job)
-        if table.isEmpty, inbox.count == 0, let idle = config.hooks.onIdle {
-            hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
+        if table.isEmpty, intake.inbox.count == 0, let idle = config.hooks.onIdle {
+            context.hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
         }
     }
 
@@ -76,7 +86,7 @@ extension Agent {
         let done = record.state == .done
         guard let hook = done ? config.hooks.onDone : config.hooks.onFailed else { return }
         let files = record.downloads.filter { $0.state == .done }.compactMap(\.file)
-        hooks.run(hook, event: done ? "on_done" : "on_failed", environment: [
+        context.hooks.run(hook, event: done ? "on_done" : "on_failed", environment: [
             "DROPFETCH_JOB": record.job, "DROPFETCH_STATE": record.state.rawValue,
             "DROPFETCH_STATUS_FILE": FileSystem.directoryName(of: path) + "/"
                 + Spool.statusName(forJob: FileSystem.baseName(of: path)),

@@ -1,7 +1,25 @@
 import CCurl
 import Glibc
 
-extension Agent {
+/// Runs the downloads: the run queue and its limits, one Transfer per running download, and what
+/// follows each attempt (publish, next mirror, retry, failure). The one place transfers start and end.
+final class JobRunner: AgentPart {
+    let context: AgentContext
+    var scheduler: Scheduler
+    var admission: Admission
+    /// When the state files of running jobs were last refreshed (monotonic ms).
+    var lastStateRefresh: Int64 = 0
+    unowned var intake: JobIntake!
+    unowned var filer: JobFiler!
+    unowned var names: OutputNames!
+    unowned var bandwidth: BandwidthControl!
+
+    init(context: AgentContext) {
+        self.context = context
+        scheduler = Scheduler(order: context.config.order)
+        admission = Admission(limits: Admission.Limits(context.config))
+    }
+
     /// Starts queued downloads while the limits allow (docs/architecture.md: a freed slot is
     /// refilled in the same loop turn); an unclaimed inbox job chosen here is claimed first.
     func startRunnable() {
@@ -11,7 +29,7 @@ extension Agent {
                 admission.admits(host: candidate.host, className: candidate.className)
             }) else { return }
             if entry.unit.download == Scheduler.Unit.wholeJob {
-                _ = claimCandidate(entry.unit.job)
+                _ = intake.claimCandidate(entry.unit.job)
             } else {
                 start(entry)
             }
@@ -23,7 +41,7 @@ extension Agent {
         let index = entry.unit.download
         var download = job.downloads[index]
         if download.part == nil {
-            switch reservePart(for: download, of: job) {
+            switch names.reservePart(for: download, of: job) {
             case .reserved(let part):
                 download.part = part
                 // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
@@ -42,7 +60,7 @@ extension Agent {
                 download.phase = .finished
                 job.downloads[index] = download
                 logger.info("found the finished file of an earlier run", metadata: ["job": "\(job.record.job)", "file": "\(file)"])
-                return job.isFinished ? fileJob(job) : saveState(job)
+                return job.isFinished ? filer.fileJob(job) : filer.saveState(job)
             case .ownerBusy(let owner):
                 let due = MonotonicClock.now() + 2000
                 download.phase = .waiting(until: due, reason: .nameOwner)
@@ -99,8 +117,8 @@ extension Agent {
         table.started(transfer, for: entry.unit)
         job.record.retryAt = nil
         if job.record.started == nil { job.record.started = Timestamp.now() }
-        if recordsState { saveState(job) }
-        applyRateLimits()
+        if recordsState { filer.saveState(job) }
+        bandwidth.applyRateLimits()
         logger.debug("started", metadata: ["job": "\(job.record.job)", "url": "\(download.status.url)",
                                            "from": "\(transfer.requestedOffset)"])
     }
@@ -110,7 +128,7 @@ extension Agent {
         guard let (transfer, unit) = table.ended(key: key) else { return }
         multi.remove(transfer.easy)
         admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: table.job(unit.job)?.record.className ?? "default")
-        applyRateLimits()
+        bandwidth.applyRateLimits()
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
         job.downloads[index].phase = .queued
@@ -130,7 +148,7 @@ extension Agent {
             }
             logger.info("partial data unusable, starting over: \(reason)", metadata: ["job": "\(job.record.job)"])
             job.downloads[index].status.state = .queued
-            scheduler.enqueue(entry(for: job, index))
+            scheduler.enqueue(job.schedulerEntry(index))
         case .failed(let failure):
             // The data so far is made durable and counted, so the next attempt resumes it.
             if transfer.written > 0 { try? transfer.part.checkpoint() }
@@ -151,7 +169,7 @@ extension Agent {
             do {
                 try part.syncForPublishing()
                 crashPlan?.reach(.dataComplete)
-                guard try destinationRoot(of: job).stillContains(part.folder) else {
+                guard try names.destinationRoot(of: job).stillContains(part.folder) else {
                     throw Failure(.invalidJob, "\(part.folder.path) was moved or replaced while in use; not published into")
                 }
                 switch config.onConflict {
@@ -190,12 +208,12 @@ extension Agent {
         // The record proves the published file is this job's until the job's own record says so.
         job.downloads[index].publishedRecord = (part.folder, part.recordName, part.record)
         crashPlan?.reach(.published)
-        if job.isFinished { fileJob(job) } else { saveState(job) }
+        if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
     }
 
     /// `on_conflict: rename`: the first of `x.iso`, `x.1.iso`, … that is free (renameat2 without replacing).
     private func publishUnderFreeName(_ part: PartFile, preferring name: String) throws(SystemError) -> String {
-        for candidate in Agent.nameVariants(name) {
+        for candidate in OutputNames.variants(of: name) {
             do {
                 try part.folder.moveNoReplace(part.name, to: part.folder, as: candidate)
                 return candidate
@@ -215,7 +233,7 @@ extension Agent {
         download.status.error = failure.failure
         download.restarts = 0
         download.mirrorsTried += 1
-        let policy = jobClass(of: job)?.retry ?? config.retry
+        let policy = config.jobClass(named: job.record.className)?.retry ?? config.retry
         let outcome = RetryPolicy.Outcome(kind: failure.failure.kind, httpStatus: failure.httpStatus,
                                           retryAfter: failure.retryAfter, isFinal: failure.isFinal)
         let round = RetryPolicy.Round(mirrorsTried: download.mirrorsTried, mirrorCount: download.spec.urls.count,
@@ -231,7 +249,7 @@ extension Agent {
             download.phase = .queued
             job.downloads[index] = download
             logger.info("trying the next mirror", metadata: ["job": "\(job.record.job)"])
-            scheduler.enqueue(entry(for: job, index))
+            scheduler.enqueue(job.schedulerEntry(index))
         case .retry(let delay):
             let due = MonotonicClock.now() + Int64(delay.milliseconds)
             download.beginsAttempt = true
@@ -239,10 +257,10 @@ extension Agent {
             download.phase = .waiting(until: due, reason: .retry)
             job.downloads[index] = download
             job.record.retryAt = Timestamp.format(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000))
-            scheduler.enqueue(entry(for: job, index), due: due)
+            scheduler.enqueue(job.schedulerEntry(index), due: due)
             logger.info("retry in \(delay.milliseconds) ms", metadata: ["job": "\(job.record.job)"])
-            metrics?.retries += 1
-            saveState(job)
+            context.metrics?.retries += 1
+            filer.saveState(job)
         case .fail:
             job.downloads[index] = download
             endDownload(job, index, failure: failure.failure)
@@ -267,7 +285,7 @@ extension Agent {
             download.part = nil
         }
         job.downloads[index] = download
-        if job.isFinished { fileJob(job) } else { saveState(job) }
+        if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
     }
 
     /// Aborts every transfer, keeping `.part` files and resume records for the next start.
@@ -280,9 +298,57 @@ extension Agent {
                 job.downloads[unit.download].phase = .queued
                 job.downloads[unit.download].status.state = .queued
                 job.downloads[unit.download].status.bytes = transfer.written
-                saveState(job)
+                filer.saveState(job)
             }
         }
         admission.reset()
+    }
+
+    /// A job file left the work folder behind the agent's back (hold, cancel, `mv`, `rm`): its
+    /// transfers stop at once and it is forgotten. Partial data stays for a later resume when the
+    /// job is still in the spool (held, released); it goes when the job was cancelled or deleted.
+    func jobLeftWorkFolder(_ workName: String) {
+        guard let job = table.job(workName: workName) else { return }
+        // Our own filing, or a new job already claimed under the same name.
+        if FileSystem.exists(spool.work + "/" + workName) { return }
+        for (transfer, unit) in table.transfers(of: job) {
+            _ = table.ended(key: transfer.easy.key)
+            multi.remove(transfer.easy)
+            try? transfer.part.checkpoint()
+            admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: job.record.className)
+            job.downloads[unit.download].phase = .queued
+        }
+        scheduler.remove(job: job.id)
+        table.remove(job)
+        // `hold` took the state along first; what is left here is stale.
+        try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: workName))
+        let place = spool.whereIs(job: job.record.job, workName: workName, folder: job.record.folder ?? "")
+        let keep = place == .hold || place == .inbox
+        if !keep {
+            for download in job.downloads { download.part?.discard() }
+        }
+        logger.info("job left the work folder, transfers stopped", metadata: [
+            "job": "\(job.record.job)", "now_in": "\(place?.rawValue ?? "nowhere")",
+            "partial_data": "\(keep ? "kept" : "removed")",
+        ])
+        bandwidth.applyRateLimits()
+    }
+
+    /// After a config reload: jobs that have not started take the new classes and priorities,
+    /// and the queue is re-sorted (running and started jobs keep theirs).
+    func requeueUnstarted() {
+        for job in table.allJobs where job.record.started == nil {
+            guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
+            job.record.className = found?.name ?? "default"
+            job.record.priority = job.spec.priority ?? found?.priority ?? 0
+        }
+        // Unclaimed inbox jobs are read again under the new classes.
+        intake.reindex()
+        scheduler.rebuild(order: config.order) { [table] entry in
+            guard let job = table.job(entry.unit.job) else { return }
+            entry.priority = job.record.priority
+            entry.className = job.record.className
+        }
+        admission.limits = Admission.Limits(config)
     }
 }

@@ -5,7 +5,20 @@ import CCurl
 /// transfer asks it before taking bytes and pauses the transfer when its bucket is empty, and the
 /// loop resumes it when the bucket has refilled. An unlimited transfer has no callback hook and
 /// adds no timer.
-extension Agent {
+final class BandwidthControl: AgentPart {
+    let context: AgentContext
+    /// Token buckets and fair shares of the bandwidth limits.
+    private(set) var bandwidth = BandwidthBudget()
+    /// Speeds of the running transfers and bytes per class.
+    private var transferMeter = TransferMeter()
+
+    init(context: AgentContext) {
+        self.context = context
+    }
+
+    /// When a throttled transfer's bucket will have refilled (nil: nothing is limited).
+    func nextWake(now: Int64) -> Int64? { bandwidth.nextWake(now: now) }
+
     /// One running transfer as the bandwidth code sees it.
     struct MeteredTransfer {
         let transfer: Transfer
@@ -54,7 +67,7 @@ extension Agent {
             if let share = bandwidth.evenShare(of: key) { prepareLimited(metered.transfer.easy, share: share) }
         }
         for (key, metered) in running { hookLimit(metered.transfer, key: key) }
-        metrics?.bytesByClass = transferMeter.bytesByClass
+        context.metrics?.bytesByClass = transferMeter.bytesByClass
     }
 
     /// A transfer limited from its start, before its first request: HTTP/1.1 (an HTTP/2 stream
@@ -109,6 +122,6 @@ extension Agent {
             metered.job?.downloads[metered.download].status.bytesPerSecond = transferMeter.bytesPerSecond(key)
             metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
         }
-        metrics?.bytesByClass = transferMeter.bytesByClass
+        context.metrics?.bytesByClass = transferMeter.bytesByClass
     }
 }

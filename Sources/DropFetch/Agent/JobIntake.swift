@@ -1,6 +1,25 @@
 import Glibc
 
-extension Agent {
+/// The inbox side of the agent: what waits there (InboxIndex, unclaimed), claiming a job when
+/// the scheduler is about to run it, and admitting a claimed job (read, validate, classify, queue).
+final class JobIntake: AgentPart {
+    let context: AgentContext
+    /// What waits in the inbox, unclaimed.
+    private(set) var inbox = InboxIndex()
+    unowned var runner: JobRunner!
+    unowned var filer: JobFiler!
+
+    init(context: AgentContext) {
+        self.context = context
+    }
+
+    /// Forgets the index (a config reload changes classes and priorities) and reads the inbox again.
+    func reindex() {
+        runner.scheduler.remove { $0.unit.download == Scheduler.Unit.wholeJob }
+        inbox = InboxIndex()
+        scanInbox()
+    }
+
     /// Looks at every job file in the inbox: settled ones are indexed, the rest looked at again
     /// once they may have settled (a writer may still be at work).
     func scanInbox() {
@@ -26,7 +45,7 @@ extension Agent {
     /// Queues an inbox job without claiming it: its priority, class and host are read from the
     /// file (an unreadable one is queued as it is, to be filed as invalid once claimed).
     func index(_ path: String, arrival: Int64, settled: Bool) {
-        guard acceptsWork, !inbox.contains(path) else { return }
+        guard context.acceptsWork, !inbox.contains(path) else { return }
         inbox.settledByEvent(path)
         let folder = Spool.InboxEntry(relativePath: path, modified: 0).folder
         var priority = 0
@@ -35,7 +54,7 @@ extension Agent {
         var arrivalTime = arrival
         if case .success(let bytes) = JobFileReader.read(spool.inbox + "/" + path, limit: config.limits.maxJobFileSize),
            let spec = try? JobFileParser.parse(bytes) {
-            let found = (try? resolveClass(spec: spec, folder: folder).get()) ?? nil
+            let found = (try? config.resolveClass(spec: spec, folder: folder).get()) ?? nil
             className = found?.name ?? "default"
             priority = spec.priority ?? found?.priority ?? 0
             host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
@@ -43,10 +62,9 @@ extension Agent {
         if let released = spool.releasedState(of: path), let submitted = Timestamp.parse(released.submitted) {
             arrivalTime = submitted * 1_000_000_000
         }
-        let id = nextID
-        nextID += 1
+        let id = table.makeID()
         inbox.add(path, id: id, arrival: arrivalTime)
-        scheduler.enqueue(Scheduler.Entry(unit: Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob),
+        runner.scheduler.enqueue(Scheduler.Entry(unit: Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob),
                                           priority: priority, arrival: Int(arrivalTime), host: host,
                                           className: className))
     }
@@ -86,12 +104,12 @@ extension Agent {
         let spec: JobSpec
         switch JobFileReader.read(spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
         case .failure(let error):
-            return fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+            return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
         case .success(let bytes):
             do {
                 spec = try JobFileParser.parse(bytes)
             } catch {
-                return fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+                return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
             }
         }
         record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
@@ -99,87 +117,53 @@ extension Agent {
             for url in download.urls {
                 let scheme = URLParts(url)?.scheme ?? ""
                 guard config.protocols.contains(scheme) else {
-                    return fileImmediately(workName, record, Failure(
+                    return filer.fileImmediately(workName, record, Failure(
                         .unsupportedProtocol, "\(jobName): line \(download.line): scheme '\(scheme)' is not in protocols \(config.protocols)"))
                 }
             }
         }
         let jobClass: Config.JobClass?
-        switch resolveClass(spec: spec, folder: folder) {
+        switch config.resolveClass(spec: spec, folder: folder) {
         case .success(let found): jobClass = found
         case .failure(let failure):
-            return fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(failure.message)"))
+            return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(failure.message)"))
         }
         record.className = jobClass?.name ?? "default"
         record.priority = spec.priority ?? jobClass?.priority ?? 0
         record.ignoredOptions = spec.ignoredOptions.isEmpty ? nil : spec.ignoredOptions
 
-        let job = Job(id: nextID, workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
+        let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
                       record: record, arrival: arrival)
-        nextID += 1
         table.add(job)
         if let previous { restore(job, from: previous) }
-        if job.isFinished { return fileJob(job) }
+        if job.isFinished { return filer.fileJob(job) }
         let due = previous?.retryAt.flatMap(Timestamp.parse).map { wall in
             MonotonicClock.now() + max(0, wall - Int64(time(nil))) * 1000
         }
         for index in job.downloads.indices where !job.downloads[index].isFinished {
             if let due {
                 job.downloads[index].phase = .waiting(until: due, reason: .retry)
-                scheduler.enqueue(entry(for: job, index), due: due)
+                runner.scheduler.enqueue(job.schedulerEntry(index), due: due)
             } else {
-                scheduler.enqueue(entry(for: job, index))
+                runner.scheduler.enqueue(job.schedulerEntry(index))
             }
         }
     }
 
-    func entry(for job: Job, _ index: Int) -> Scheduler.Entry {
-        Scheduler.Entry(unit: Scheduler.Unit(job: job.id, download: index), priority: job.record.priority,
-                        arrival: Int(job.arrival), host: URLParts(job.downloads[index].currentURL)?.host ?? "",
-                        className: job.record.className)
-    }
 
-    /// After a config reload: jobs that have not started take the new classes and priorities,
-    /// and the queue is re-sorted (running and started jobs keep theirs).
-    func requeueUnstarted() {
-        for job in table.allJobs where job.record.started == nil {
-            guard case .success(let found) = resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
-            job.record.className = found?.name ?? "default"
-            job.record.priority = job.spec.priority ?? found?.priority ?? 0
-        }
-        // Unclaimed inbox jobs are read again under the new classes.
-        scheduler.remove { $0.unit.download == Scheduler.Unit.wholeJob }
-        inbox = InboxIndex()
-        scanInbox()
-        scheduler.rebuild(order: config.order) { [table] entry in
-            guard let job = table.job(entry.unit.job) else { return }
-            entry.priority = job.record.priority
-            entry.className = job.record.className
-        }
-        admission.limits = Admission.Limits(config)
-    }
-
-    /// First matching class (docs/config.md); a job's `class=` picks one by name.
-    func resolveClass(spec: JobSpec, folder: String) -> Result<Config.JobClass?, JobFileError> {
-        if let name = spec.className {
-            guard let found = config.classes.first(where: { $0.name == name }) else {
-                return .failure(JobFileError(line: nil, message: "unknown class '\(name)'"))
+    /// Carries over what an earlier run recorded: finished downloads and attempts. Partial data
+    /// is found again through its record when the download starts (`reservePart`).
+    func restore(_ job: Job, from previous: StatusRecord) {
+        for index in job.downloads.indices where index < previous.downloads.count {
+            let saved = previous.downloads[index]
+            job.downloads[index].attempt = previous.attempts
+            // An attempt interrupted by a hold, a shutdown or a crash goes on without costing one.
+            job.downloads[index].beginsAttempt = previous.attempts == 0 || saved.state == .waiting
+            job.downloads[index].status.seconds = saved.seconds
+            if saved.state == .done, saved.file != nil {
+                job.downloads[index].status = saved
+                job.downloads[index].phase = .finished
             }
-            return .success(found)
         }
-        let url = spec.downloads.first?.urls.first ?? ""
-        let host = URLParts(url)?.host ?? ""
-        let found = config.classes.first { jobClass in
-            let match = jobClass.match
-            if let wanted = match.folder, wanted != folder, !folder.hasPrefix(wanted + "/") { return false }
-            if let pattern = match.url, !URLParts.glob(pattern, matches: url) { return false }
-            if let pattern = match.host, !URLParts.glob(pattern, matches: host) { return false }
-            return true
-        }
-        return .success(found)
-    }
-
-    func jobClass(of job: Job) -> Config.JobClass? {
-        config.classes.first { $0.name == job.record.className }
     }
 }

@@ -1,0 +1,51 @@
+import Logging
+
+/// What every part of the agent shares: the config in force, the spool, the job table, the multi
+/// handle. One per agent; only the event loop's thread touches it.
+final class AgentContext {
+    var config: Config
+    let options: Agent.Options
+    let logger: Logger
+    let spool: Spool
+    let agentID: String
+    let destinationRoot: String
+    let multi: CurlMulti
+    let hooks: HookRunner
+    /// Debug builds only: where to die for the crash-matrix tests.
+    let crashPlan: CrashPlan?
+    var metrics: MetricsFile?
+    /// Every job this agent owns and every transfer it runs.
+    let table = JobTable()
+    /// False once a stop was asked for: nothing new is indexed or started.
+    var acceptsWork = true
+
+    init(config: Config, options: Agent.Options, logger: Logger, spool: Spool, agentID: String,
+         destinationRoot: String, multi: CurlMulti, crashPlan: CrashPlan?) {
+        self.config = config
+        self.options = options
+        self.logger = logger
+        self.spool = spool
+        self.agentID = agentID
+        self.destinationRoot = destinationRoot
+        self.multi = multi
+        self.crashPlan = crashPlan
+        hooks = HookRunner(logger: logger)
+        metrics = config.metricsFile.map { MetricsFile(path: Agent.absolute($0), agent: agentID) }
+    }
+}
+
+/// One part of the agent (intake, runner, names, filing, recovery, bandwidth): reads the shared
+/// context through these names.
+protocol AgentPart: AnyObject {
+    var context: AgentContext { get }
+}
+
+extension AgentPart {
+    var config: Config { context.config }
+    var logger: Logger { context.logger }
+    var spool: Spool { context.spool }
+    var table: JobTable { context.table }
+    var multi: CurlMulti { context.multi }
+    var crashPlan: CrashPlan? { context.crashPlan }
+    var agentID: String { context.agentID }
+}

@@ -1,0 +1,47 @@
+import Glibc
+
+/// Adoption of this agent's own work folder and dead agents' (docs/spool.md), at start and on
+/// every rescan: unfinished filings completed, interrupted moves finished, the rest admitted again.
+final class JobRecovery: AgentPart {
+    let context: AgentContext
+    unowned var intake: JobIntake!
+
+    init(context: AgentContext) {
+        self.context = context
+    }
+
+    /// Adopts this agent's work folder and any dead agent's (docs/spool.md), resuming each job from
+    /// what is on disk; runs at start and on every rescan.
+    func recover() {
+        spool.removeLeftovers(in: spool.work)
+        var completed: [String] = []
+        let adopted = spool.adoptOrphans(completed: &completed)
+        for job in completed { logger.info("completed the filing of \(job) begun by a dead agent") }
+        for workName in Set(spool.ownJobs() + adopted).sorted() where table.job(workName: workName) == nil {
+            crashPlan?.reach(.recovery)
+            let previous = spool.readState(for: workName)
+            let jobName = previous?.job ?? workName
+            if spool.completeInterruptedMove(of: workName, folder: previous?.folder ?? "", job: jobName) {
+                logger.info("completed an interrupted move of \(jobName)")
+                if !FileSystem.exists(spool.work + "/" + workName) { continue }
+            }
+            if let unfinished = spool.unfinishedFiling(of: workName, job: jobName) {
+                do {
+                    let claim = (try? FileSystem.lstatus(spool.work + "/" + workName)).map { UInt64($0.st_ino) } ?? 0
+                    try spool.completeFiling(workName, to: unfinished.jobPath)
+                    spool.removeResumeRecords(filedAt: unfinished.jobPath, owner: PartOwner(job: jobName, claim: claim))
+                    logger.info("completed the filing of \(jobName) begun by an earlier run")
+                } catch {
+                    logger.error("cannot complete the filing of \(workName): \(error)")
+                }
+                continue
+            }
+            logger.info("resuming \(jobName) from an earlier run")
+            let arrival = (try? FileSystem.lstatus(spool.work + "/" + workName)).map {
+                Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
+            } ?? 0
+            intake.admit(workName: workName, jobName: jobName, folder: previous?.folder ?? "", previous: previous,
+                  arrival: previous.flatMap { Timestamp.parse($0.submitted) }.map { $0 * 1_000_000_000 } ?? arrival)
+        }
+    }
+}

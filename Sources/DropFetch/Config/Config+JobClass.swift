@@ -1,0 +1,26 @@
+extension Config {
+    /// The first class that matches a job (docs/config.md, classes): by inbox folder, URL glob and
+    /// host glob; a job's `class=` picks one by name, and an unknown name is an error.
+    func resolveClass(spec: JobSpec, folder: String) -> Result<JobClass?, JobFileError> {
+        if let name = spec.className {
+            guard let found = classes.first(where: { $0.name == name }) else {
+                return .failure(JobFileError(line: nil, message: "unknown class '\(name)'"))
+            }
+            return .success(found)
+        }
+        let url = spec.downloads.first?.urls.first ?? ""
+        let host = URLParts(url)?.host ?? ""
+        let found = classes.first { jobClass in
+            let match = jobClass.match
+            if let wanted = match.folder, wanted != folder, !folder.hasPrefix(wanted + "/") { return false }
+            if let pattern = match.url, !URLParts.glob(pattern, matches: url) { return false }
+            if let pattern = match.host, !URLParts.glob(pattern, matches: host) { return false }
+            return true
+        }
+        return .success(found)
+    }
+
+    func jobClass(named name: String) -> JobClass? {
+        classes.first { $0.name == name }
+    }
+}
