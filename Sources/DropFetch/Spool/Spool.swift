@@ -439,8 +439,12 @@ final class Spool {
 
     /// Replaces a running job's state file: progress for `status`, and the chosen file names, attempts
     /// and retry schedule for a restart.
+    ///
+    /// Not fsynced: a state file is advice (progress, attempts, routing folder, retry time). What a
+    /// restart must get right comes from the job file, the `.part` and its resume record, so a
+    /// state lost to a power cut costs at most an attempt count or an early retry.
     func writeState(_ record: StatusRecord, for workName: String) throws(SystemError) {
-        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: durable)
+        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: false)
     }
 
     func readState(for workName: String, in folder: String? = nil) -> StatusRecord? {
