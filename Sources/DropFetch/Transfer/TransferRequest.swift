@@ -1,5 +1,7 @@
 /// Everything one download attempt needs, chosen by the agent from the job and the config.
 struct TransferRequest: Sendable {
+    /// The job's URL for this mirror: what the status, the resume record and the origin rule of
+    /// its headers refer to. The request itself goes to `target` (this URL, or a redirect's).
     var url: String
     /// The index of `url` among the download's mirrors, kept in the resume record.
     var mirror = 0
@@ -22,6 +24,8 @@ struct TransferRequest: Sendable {
     var blockPrivateAddresses = false
     /// Free space the destination must keep after this file (`limits.min_free_space`).
     var minFreeSpace: Int64 = 0
+    /// Where redirects led this attempt; nil while it fetches `url` itself (RedirectPolicy).
+    var redirect: RedirectHop?
 }
 
 /// How one attempt ended.
