@@ -149,6 +149,29 @@ final class JobRunner: AgentPart {
             logger.info("partial data unusable, starting over: \(reason)", metadata: ["job": "\(job.record.job)"])
             job.downloads[index].status.state = .queued
             scheduler.enqueue(job.schedulerEntry(index))
+        case .redirect(let location, let httpStatus):
+            // The next hop on the same transfer, part and slot; headers stay with their origin.
+            let refused: Failure
+            switch RedirectPolicy.follow(transfer.request, to: location, status: httpStatus) {
+            case .follow(let hop):
+                do {
+                    try transfer.follow(hop)
+                    try multi.add(transfer.easy)
+                    admission.started(host: URLParts(hop.url)?.host ?? "", className: job.record.className)
+                    job.downloads[index].startedAt = MonotonicClock.now()
+                    table.started(transfer, for: unit)
+                    bandwidth.applyRateLimits()
+                    logger.debug("redirected", metadata: ["job": "\(job.record.job)", "to": "\(Redaction.url(hop.target))"])
+                    return
+                } catch {
+                    refused = Failure(.internal, "cannot follow the redirect: \(error)")
+                }
+            case .refuse(let failure):
+                refused = failure
+            }
+            endAttempt(job, index, TransferFailure(failure: refused, httpStatus: httpStatus, retryAfter: nil,
+                                                   bytes: transfer.written, resumedFrom: transfer.appendedFrom,
+                                                   isFinal: true))
         case .failed(let failure):
             // The data so far is made durable and counted, so the next attempt resumes it.
             if transfer.written > 0 { try? transfer.part.checkpoint() }

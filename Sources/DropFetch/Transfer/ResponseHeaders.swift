@@ -28,6 +28,13 @@ struct ResponseHeaders: Sendable {
         return true
     }
 
+    /// The `Location` of a redirect (301, 302, 303, 307, 308), which the agent follows itself;
+    /// nil for any other answer and for an empty `Location` (which libcurl ignores too).
+    var redirectLocation: String? {
+        guard [301, 302, 303, 307, 308].contains(status), let location = fields["location"], !location.isEmpty else { return nil }
+        return location
+    }
+
     /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), capped at a week: a
     /// server cannot park a job for longer, nor overflow the agent's timers.
     var retryAfter: Duration? {

@@ -11,10 +11,12 @@ final class Transfer {
         case writing
         case alreadyComplete
         case restarting(String)
+        /// A 3xx with this `Location`: no body is read, the agent follows it (RedirectPolicy).
+        case redirecting(String)
         case failed(Failure)
     }
 
-    let request: TransferRequest
+    private(set) var request: TransferRequest
     let easy: CurlEasy
     /// The `.part` this download owns; it outlives the transfer between attempts.
     let part: PartFile
@@ -54,10 +56,10 @@ final class Transfer {
 
     private func configure() throws {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        try easy.set(CURLOPT_URL, request.url)
+        try easy.set(CURLOPT_URL, request.target)
         try easy.set(CURLOPT_NOSIGNAL, true)
-        try easy.set(CURLOPT_FOLLOWLOCATION, true)
-        try easy.set(CURLOPT_MAXREDIRS, request.maxRedirects)
+        // The agent follows redirects itself, so that headers stay with their origin (RedirectPolicy).
+        try easy.set(CURLOPT_FOLLOWLOCATION, false)
         let protocols = request.protocols.joined(separator: ",")
         try easy.set(CURLOPT_PROTOCOLS_STR, protocols)
         try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
@@ -74,13 +76,13 @@ final class Transfer {
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
         }
         try easy.set(CURLOPT_USERAGENT, "dropfetch/\(DropFetchVersion.string)")
-        if let credentials = request.credentials {
+        if let credentials = RedirectPolicy.credentials(for: request) {
             try easy.set(CURLOPT_USERNAME, credentials.user)
             try easy.set(CURLOPT_PASSWORD, credentials.password ?? "")
         }
         if let proxy = request.proxy { try easy.set(CURLOPT_PROXY, proxy) }
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
-        var headers = request.headers
+        var headers = RedirectPolicy.headers(for: request)
         if requestedOffset > 0 {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
             if let validator = part.record.validator { headers.append("If-Range: \(validator)") }
@@ -90,6 +92,23 @@ final class Transfer {
         try easy.set(CURLOPT_HEADERDATA, pointer: context)
         try easy.set(CURLOPT_WRITEFUNCTION, callback: transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
+    }
+
+    /// Re-arms this transfer for a redirect hop (`hop` from RedirectPolicy): same `.part`, same
+    /// Range and If-Range, the hop's URL, and the job's headers and credentials only where its
+    /// origin allows. The easy handle must be out of the multi handle; adding it again starts it.
+    func follow(_ hop: TransferRequest) throws {
+        guard case .redirecting = state else { return }
+        request = hop
+        state = .awaitingResponse
+        response = ResponseHeaders()
+        try easy.set(CURLOPT_URL, hop.target)
+        let credentials = RedirectPolicy.credentials(for: hop)
+        try easy.set(CURLOPT_USERNAME, credentials?.user)
+        try easy.set(CURLOPT_PASSWORD, credentials.map { $0.password ?? "" })
+        var headers = RedirectPolicy.headers(for: hop)
+        if requestedOffset > 0, let validator = part.record.validator { headers.append("If-Range: \(validator)") }
+        try easy.setHeaders(headers)
     }
 
     // MARK: - libcurl callbacks
@@ -102,7 +121,11 @@ final class Transfer {
             return true
         }
         if text == "\r\n" || text == "\n" {
-            guard response.isFinal(following: true) else { return true }
+            guard response.isFinal(following: false) else { return true }
+            if let location = response.redirectLocation {
+                state = .redirecting(location)
+                return false
+            }
             return decide(status: response.status)
         }
         response.add(text)
@@ -227,6 +250,8 @@ final class Transfer {
         switch state {
         case .restarting(let reason):
             return .restart(reason: reason)
+        case .redirecting(let location):
+            return .redirect(location: location, httpStatus: response.status)
         case .failed(let failure):
             return .failed(TransferFailure(failure: failure, httpStatus: httpStatus,
                                            retryAfter: response.retryAfter, bytes: written,

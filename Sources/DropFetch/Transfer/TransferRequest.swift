@@ -33,6 +33,9 @@ enum TransferOutcome: Sendable, Equatable {
     case completed(TransferResult)
     /// The partial data was unusable (file changed, bad Content-Range): start over at once.
     case restart(reason: String)
+    /// A 3xx with a `Location` (raw, maybe relative): nothing was written; the agent decides
+    /// whether and how to follow it (RedirectPolicy).
+    case redirect(location: String, httpStatus: Int)
     case failed(TransferFailure)
 }
 
