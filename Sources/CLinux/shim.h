@@ -28,3 +28,13 @@ static inline int dfl_openat(int dirfd, const char *path, int flags, unsigned mo
 static inline int dfl_start_writeback(int fd, long long offset, long long length) {
     return (int)syscall(SYS_sync_file_range, fd, offset, length, 2u /* SYNC_FILE_RANGE_WRITE */);
 }
+
+#include <spawn.h>
+
+/// posix_spawn_file_actions_addclosefrom_np(3), glibc 2.34+: the child closes every descriptor
+/// from `from` up (close_range(2), or a walk of /proc/self/fd) just before exec. glibc declares
+/// it only under _GNU_SOURCE, so it is declared here.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+static inline int dfl_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}

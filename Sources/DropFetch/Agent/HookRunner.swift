@@ -1,9 +1,10 @@
+import CLinux
 import Glibc
 import Logging
 
 /// Runs the config's `hooks` (argv, never through a shell) with posix_spawnp(3): the signal mask the
-/// agent blocks for its signalfd is cleared in the child, and finished children are reaped with
-/// waitpid(2) from the event loop.
+/// agent blocks for its signalfd is cleared in the child, only descriptors 0, 1 and 2 reach it, and
+/// finished children are reaped with waitpid(2) from the event loop.
 final class HookRunner {
     private let logger: Logger
     private var children: Set<pid_t> = []
@@ -16,28 +17,52 @@ final class HookRunner {
         var variables = Dictionary(currentEnvironment()) { first, _ in first }
         for (key, value) in environment { variables[key] = value }
         let envp = variables.map { "\($0.key)=\($0.value)" }
+        do {
+            let pid = try HookRunner.spawn(program, argv, envp)
+            children.insert(pid)
+            logger.debug("hook \(event) started", metadata: ["pid": "\(pid)", "program": "\(program)"])
+        } catch {
+            logger.error("hook \(event) could not start \(program): \(error)")
+        }
+    }
+
+    /// posix_spawnp(3) with a clean signal state and nothing but descriptors 0, 1 and 2: the agent's
+    /// own descriptors are close-on-exec, but libcurl's internal ones (its wake-up socketpair, the
+    /// threaded resolver's) cannot be marked from outside, so the child closes everything from 3 up
+    /// before exec (posix_spawn_file_actions_addclosefrom_np, glibc 2.34+). A hook never holds a
+    /// download's connection, a `.part` lock or the spool lock.
+    private static func spawn(_ program: String, _ argv: [String], _ envp: [String]) throws(SystemError) -> pid_t {
         var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        try spawnCall("posix_spawnattr_init") { posix_spawnattr_init(&attributes) }
         defer { posix_spawnattr_destroy(&attributes) }
         var emptyMask = sigset_t()
         sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        try spawnCall("posix_spawnattr_setsigmask") { posix_spawnattr_setsigmask(&attributes, &emptyMask) }
         var defaults = sigset_t()
         sigemptyset(&defaults)
         for signal in SignalSource.handled + [SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        try spawnCall("posix_spawnattr_setsigdefault") { posix_spawnattr_setsigdefault(&attributes, &defaults) }
+        try spawnCall("posix_spawnattr_setflags") {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        }
+        var actions = posix_spawn_file_actions_t()
+        try spawnCall("posix_spawn_file_actions_init") { posix_spawn_file_actions_init(&actions) }
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        try spawnCall("posix_spawn_file_actions_addclosefrom_np") { dfl_spawn_addclosefrom(&actions, 3) }
 
         var pid: pid_t = 0
-        let status = withCStrings(argv) { args in
-            withCStrings(envp) { env in posix_spawnp(&pid, program, nil, &attributes, args, env) }
+        try spawnCall("posix_spawnp", program) {
+            withCStrings(argv) { args in
+                withCStrings(envp) { env in posix_spawnp(&pid, program, &actions, &attributes, args, env) }
+            }
         }
-        if status == 0 {
-            children.insert(pid)
-            logger.debug("hook \(event) started", metadata: ["pid": "\(pid)", "program": "\(program)"])
-        } else {
-            logger.error("hook \(event) could not start \(program): \(String(cString: strerror(status)))")
-        }
+        return pid
+    }
+
+    /// The posix_spawn family returns an error number instead of setting errno.
+    private static func spawnCall(_ operation: String, _ path: String? = nil, _ call: () -> Int32) throws(SystemError) {
+        let code = call()
+        if code != 0 { throw SystemError(code: code, operation: operation, path: path) }
     }
 
     /// Collects exited hooks without blocking, logging the ones that failed.
@@ -68,7 +93,7 @@ final class HookRunner {
         return result
     }
 
-    private func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
         pointers.append(nil)
         defer { for pointer in pointers { free(pointer) } }

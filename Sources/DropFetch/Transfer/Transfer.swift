@@ -71,10 +71,9 @@ final class Transfer {
         }
         try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: request.maxFileSize)
         if request.timeout > .zero { try easy.set(CURLOPT_TIMEOUT_MS, request.timeout.milliseconds) }
-        if request.blockPrivateAddresses {
-            try easy.setOpenSocket(transferOpenSocketCallback)
-            try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
-        }
+        // Always ours: it also makes the socket close-on-exec, which libcurl 7.88's socket() does not.
+        try easy.setOpenSocket(transferOpenSocketCallback)
+        try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
         try easy.set(CURLOPT_USERAGENT, "dropfetch/\(DropFetchVersion.string)")
         if let credentials = RedirectPolicy.credentials(for: request) {
             try easy.set(CURLOPT_USERNAME, credentials.user)
@@ -160,7 +159,7 @@ final class Transfer {
     /// CURLOPT_OPENSOCKETFUNCTION: opens the socket unless the address is blocked.
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
-        let blocked = withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
+        let blocked = request.blockPrivateAddresses && withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
             AddressPolicy.isBlocked(family: family, address: UnsafeRawPointer(pointer))
         }
         if blocked {
