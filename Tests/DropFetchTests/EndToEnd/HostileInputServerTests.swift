@@ -249,6 +249,75 @@ struct HostileInputServerTests {
             serveText(c, "/S27/S27.bin", headers: [("X-Huge", huge)], body: "S27\n", as: "S27-none")
             try c.drop("S27.url", c.url("/S27/S27.bin") + "\n")
         }),
+        Case(id: "S28", job: "S28.url", outcome: .done, files: ["S28.bin"], setup: { c in
+            c.secrets.append("apisecret")
+            let other = try c.otherServer()
+            c.serve("/S28/S28.bin", as: "S28.bin", on: other)
+            c.server.setFaults("/S28/start", [.redirect(to: other.url("/S28/S28.bin"))])
+            try c.drop("S28.url", "\(c.url("/S28/start"))\n  header=X-Api-Key: apisecret\n  out=S28.bin\n")
+        }, check: { c in
+            #expect(c.server.requests(to: "/S28/start").first?.header("X-Api-Key") == "apisecret")
+            let moved = try c.otherServer().requests(to: "/S28/S28.bin")
+            #expect(!moved.isEmpty && moved.allSatisfy { $0.header("X-Api-Key") == nil }, "S28: \(moved.map(\.headers))")
+        }),
+        Case(id: "S29", job: "S29.url", outcome: .done, files: ["S29.bin"], setup: { c in
+            c.secrets.append("hpsecret")
+            let other = try c.otherServer()
+            c.serve("/S29/S29.bin", as: "S29.bin", on: other)
+            c.server.setFaults("/S29/start", [.redirect(to: other.url("/S29/S29.bin"), code: 307)])
+            try c.drop("S29.url", "\(c.url("/S29/start"))\n  http-user=u\n  http-passwd=hpsecret\n  out=S29.bin\n")
+        }, check: { c in
+            #expect(c.server.requests(to: "/S29/start").first?.header("Authorization")?.hasPrefix("Basic ") == true)
+            let moved = try c.otherServer().requests(to: "/S29/S29.bin")
+            #expect(!moved.isEmpty && moved.allSatisfy { $0.header("Authorization") == nil }, "S29: \(moved.map(\.headers))")
+        }),
+        Case(id: "S30", job: "S30.url", outcome: .done, files: ["S30.bin"], setup: { c in
+            c.secrets.append("secret")
+            let other = try c.otherServer()
+            c.serve("/S30/S30.bin", as: "S30.bin", on: other)
+            c.server.setFaults("/S30/start", [.redirect(to: other.url("/S30/S30.bin"))])
+            try c.drop("S30.url", "http://user:secret@\(c.host)/S30/start\n  out=S30.bin\n")
+        }, check: { c in
+            #expect(c.server.requests(to: "/S30/start").first?.header("Authorization")?.hasPrefix("Basic ") == true)
+            let moved = try c.otherServer().requests(to: "/S30/S30.bin")
+            #expect(!moved.isEmpty && moved.allSatisfy { $0.header("Authorization") == nil }, "S30: \(moved.map(\.headers))")
+        }),
+        Case(id: "S31", job: "S31.url", outcome: .done, files: ["S31.bin"], setup: { c in
+            c.secrets.append("samesecret")
+            c.serve("/S31/S31.bin", as: "S31.bin")
+            c.server.setFaults("/S31/start", [.redirect(to: "/S31/S31.bin", code: 301)])
+            try c.drop("S31.url", "\(c.url("/S31/start"))\n  header=X-Api-Key: samesecret\n  out=S31.bin\n")
+        }, check: { c in
+            let requests = c.server.requests.filter { $0.path.hasPrefix("/S31/") }
+            #expect(requests.map(\.path) == ["/S31/start", "/S31/S31.bin"], "S31: \(requests)")
+            #expect(requests.allSatisfy { $0.header("X-Api-Key") == "samesecret" }, "S31: the same origin lost the key")
+        }),
+        Case(id: "S32", job: "S32.url", outcome: .done, files: ["S32.bin"], setup: { c in
+            c.secrets.append("portsecret")
+            let port = try SecondPort()
+            c.retained.append(port)
+            c.serve("/S32/S32.bin", as: "S32.bin", on: port.server)
+            c.server.setFaults("/S32/start", [.redirect(to: port.server.url("/S32/S32.bin"))])
+            try c.drop("S32.url", "\(c.url("/S32/start"))\n  header=X-Api-Key: portsecret\n  out=S32.bin\n")
+        }, check: { c in
+            #expect(c.server.requests(to: "/S32/start").first?.header("X-Api-Key") == "portsecret")
+            let moved = c.retained.compactMap { ($0 as? SecondPort)?.server.requests(to: "/S32/S32.bin") }.joined()
+            #expect(!moved.isEmpty && moved.allSatisfy { $0.header("X-Api-Key") == nil }, "S32: \(moved.map(\.headers))")
+        }),
+        Case(id: "S33", job: "S33.url", outcome: .done, files: ["S33.bin"], setup: { c in
+            c.secrets.append("backsecret")
+            let other = try c.otherServer()
+            c.serve("/S33/S33.bin", as: "S33.bin")
+            c.server.setFaults("/S33/start", [.redirect(to: other.url("/S33/away"))])
+            other.setFaults("/S33/away", [.redirect(to: c.url("/S33/S33.bin"), code: 303)])
+            try c.drop("S33.url", "\(c.url("/S33/start"))\n  header=X-Api-Key: backsecret\n  out=S33.bin\n")
+        }, check: { c in
+            let home = c.server.requests.filter { $0.path.hasPrefix("/S33/") }
+            #expect(home.map(\.path) == ["/S33/start", "/S33/S33.bin"] && home.allSatisfy { $0.header("X-Api-Key") == "backsecret" },
+                    "S33: \(home.map(\.headers))")
+            let away = try c.otherServer().requests(to: "/S33/away")
+            #expect(away.count == 1 && away.allSatisfy { $0.header("X-Api-Key") == nil }, "S33: \(away.map(\.headers))")
+        }),
     ]
 
     // MARK: - Limits (L)
@@ -347,4 +416,12 @@ private final class CannedResponder: Sendable {
 
     /// Wakes the accept thread, which then closes the listener and ends.
     deinit { TestHTTPServer.Socket.shutdownBoth(listener) }
+}
+
+/// A second server on 127.0.0.1 (another port: another origin), kept apart from
+/// `Context.otherServer()`, which takes the first `TestHTTPServer` it retains.
+private final class SecondPort {
+    let server: TestHTTPServer
+
+    init() throws { server = try TestHTTPServer() }
 }
