@@ -58,6 +58,8 @@ final class Transfer {
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_URL, request.target)
         try easy.set(CURLOPT_NOSIGNAL, true)
+        // A proxy's CONNECT answer is not the response: only the target's headers reach the checks.
+        try easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)
         // The agent follows redirects itself, so that headers stay with their origin (RedirectPolicy).
         try easy.set(CURLOPT_FOLLOWLOCATION, false)
         let protocols = request.protocols.joined(separator: ",")
