@@ -79,7 +79,7 @@ extension Agent {
         admission.limits = Admission.Limits(config)
     }
 
-    /// First matching class (DESIGN.md §4); a job's `class=` picks one by name.
+    /// First matching class (docs/config.md); a job's `class=` picks one by name.
     private func resolveClass(spec: JobSpec, folder: String) -> Result<Config.JobClass?, JobFileError> {
         if let name = spec.className {
             guard let found = config.classes.first(where: { $0.name == name }) else {
@@ -193,7 +193,7 @@ extension Agent {
         }
     }
 
-    /// Runs `hooks.on_done` or `hooks.on_failed` for a filed job (DESIGN.md §4).
+    /// Runs `hooks.on_done` or `hooks.on_failed` for a filed job (docs/config.md).
     private func announce(_ record: StatusRecord, filedAt path: String) {
         let done = record.state == .done
         guard let hook = done ? config.hooks.onDone : config.hooks.onFailed else { return }

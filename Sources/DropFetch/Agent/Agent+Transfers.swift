@@ -2,7 +2,7 @@ import CCurl
 import Glibc
 
 extension Agent {
-    /// Starts queued downloads while the limits allow (DESIGN.md §8: a freed slot is refilled in
+    /// Starts queued downloads while the limits allow (docs/architecture.md: a freed slot is refilled in
     /// the same loop turn).
     func startRunnable() {
         busyParts.removeAll()

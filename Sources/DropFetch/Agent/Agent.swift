@@ -20,7 +20,7 @@ public final class Agent {
         }
     }
 
-    /// The process exit codes of DESIGN.md §5.
+    /// The process exit codes of docs/cli.md.
     public enum ExitStatus: Int32, Sendable {
         case success = 0
         case failed = 1

@@ -1,4 +1,4 @@
-/// Parsers for the duration and size notations of DESIGN.md §4, shared by the config and job files.
+/// Parsers for the duration and size notations of docs/config.md, shared by the config and job files.
 public enum Units {
     /// Duration units in descending order, with their length in milliseconds.
     private static let durationUnits: [(suffix: String, milliseconds: Int64)] = [

@@ -1,4 +1,4 @@
-/// One parsed `.url` job file (DESIGN.md §2): job-level options and its downloads.
+/// One parsed `.url` job file (docs/job-files.md): job-level options and its downloads.
 public struct JobSpec: Sendable, Equatable {
     /// `priority=`; nil when the file does not set it.
     public var priority: Int?

@@ -4,7 +4,7 @@ import Foundation
 /// ask for the rest with `Range` + `If-Range` (RFC 9110 §13.1.5) and check the answer.
 struct ResumeRecord: Codable, Sendable, Equatable {
     var schema = 1
-    /// The URL the data came from, credentials replaced by `***` (DESIGN.md §3): a partial download
+    /// The URL the data came from, credentials replaced by `***` (docs/status-files.md): a partial download
     /// left behind by a failed job must not keep a password in the destination.
     var url: String
     /// A strong ETag; weak ones (`W/`) cannot validate byte ranges.
