@@ -40,7 +40,7 @@ for file in usr/share/bash-completion/completions/dropfetch usr/share/zsh/site-f
             usr/lib/systemd/system/{dropfetch.service,dropfetch-once.service,dropfetch-once.timer,dropfetch.path} \
             usr/lib/tmpfiles.d/dropfetch.conf usr/lib/sysusers.d/dropfetch.conf \
             usr/share/doc/dropfetch/config.example.yaml usr/share/doc/dropfetch/README.md \
-            usr/share/doc/dropfetch/service.md usr/share/doc/dropfetch/config.md \
+            usr/share/doc/dropfetch/docs/service.md usr/share/doc/dropfetch/docs/config.md \
             etc/dropfetch/config.yaml; do
   [[ -s $dest/$file ]] || fail "$file missing"
 done
