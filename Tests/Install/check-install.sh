@@ -47,6 +47,10 @@ done
 grep -q '^ExecStart=/usr/bin/dropfetch run ' "$dest/usr/lib/systemd/system/dropfetch.service" \
   || fail "dropfetch.service does not start /usr/bin/dropfetch"
 ok "completions (bash, zsh, fish), units, tmpfiles.d, sysusers.d, docs, config"
+# The installed config parses (status exits 0, or 3 where /var/spool/dropfetch does not exist; 2 is an error).
+"$bin" status --config "$dest/etc/dropfetch/config.yaml" >/dev/null 2>"$scratch/config.err" && code=0 || code=$?
+[[ $code == 0 || $code == 3 ]] || { cat "$scratch/config.err" >&2; fail "etc/dropfetch/config.yaml does not load"; }
+ok "etc/dropfetch/config.yaml loads"
 
 # 2. Man pages render; completion scripts parse.
 for page in "$dest"/usr/share/man/man1/*.1; do
