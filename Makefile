@@ -47,6 +47,7 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 # `make install INSTALL_STRIP=` keeps the symbols (a bigger binary, symbolicated crash reports).
 INSTALL_STRIP ?= -s
 UNITS := dropfetch.service dropfetch-once.service dropfetch-once.timer dropfetch.path
+# Docs keep the repository's layout under DOCDIR, so the links between them hold.
 DOCS := README.md config.example.yaml contrib/cron.example $(wildcard docs/*.md)
 # Man pages carry the date of the last commit, so two builds of one commit give the same pages.
 MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
@@ -146,7 +147,7 @@ install: release man completions
 	chmod 0644 $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	install -m 0644 contrib/dropfetch.tmpfiles $(DESTDIR)$(TMPFILESDIR)/dropfetch.conf
 	install -m 0644 contrib/dropfetch.sysusers $(DESTDIR)$(SYSUSERSDIR)/dropfetch.conf
-	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	for doc in $(DOCS); do install -D -m 0644 $$doc $(DESTDIR)$(DOCDIR)/$$doc; done
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml ]; then \
 	  echo "kept $(DESTDIR)$(SYSCONFDIR)/dropfetch/config.yaml"; \
 	else \

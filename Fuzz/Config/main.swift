@@ -1,4 +1,4 @@
-// libFuzzer target for the YAML config loader (DESIGN.md §4); compiled together with Sources/DropFetch by Fuzz/run.sh.
+// libFuzzer target for the YAML config loader (docs/config.md); compiled together with Sources/DropFetch by Fuzz/run.sh.
 
 /// Stops the run with `message`: libFuzzer records the input as a crash.
 func violated(_ message: String) -> Never {

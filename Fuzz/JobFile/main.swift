@@ -1,4 +1,4 @@
-// libFuzzer target for the job-file parser (DESIGN.md §2); compiled together with Sources/DropFetch by Fuzz/run.sh.
+// libFuzzer target for the job-file parser (docs/job-files.md); compiled together with Sources/DropFetch by Fuzz/run.sh.
 
 /// Stops the run with `message`: libFuzzer records the input as a crash.
 func violated(_ message: String) -> Never {

@@ -40,12 +40,17 @@ for file in usr/share/bash-completion/completions/dropfetch usr/share/zsh/site-f
             usr/lib/systemd/system/{dropfetch.service,dropfetch-once.service,dropfetch-once.timer,dropfetch.path} \
             usr/lib/tmpfiles.d/dropfetch.conf usr/lib/sysusers.d/dropfetch.conf \
             usr/share/doc/dropfetch/config.example.yaml usr/share/doc/dropfetch/README.md \
+            usr/share/doc/dropfetch/docs/service.md usr/share/doc/dropfetch/docs/config.md \
             etc/dropfetch/config.yaml; do
   [[ -s $dest/$file ]] || fail "$file missing"
 done
 grep -q '^ExecStart=/usr/bin/dropfetch run ' "$dest/usr/lib/systemd/system/dropfetch.service" \
   || fail "dropfetch.service does not start /usr/bin/dropfetch"
 ok "completions (bash, zsh, fish), units, tmpfiles.d, sysusers.d, docs, config"
+# The installed config parses (status exits 0, or 3 where /var/spool/dropfetch does not exist; 2 is an error).
+"$bin" status --config "$dest/etc/dropfetch/config.yaml" >/dev/null 2>"$scratch/config.err" && code=0 || code=$?
+[[ $code == 0 || $code == 3 ]] || { cat "$scratch/config.err" >&2; fail "etc/dropfetch/config.yaml does not load"; }
+ok "etc/dropfetch/config.yaml loads"
 
 # 2. Man pages render; completion scripts parse.
 for page in "$dest"/usr/share/man/man1/*.1; do

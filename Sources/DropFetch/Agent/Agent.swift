@@ -20,7 +20,7 @@ public final class Agent {
         }
     }
 
-    /// The process exit codes of DESIGN.md §5.
+    /// The process exit codes of docs/cli.md.
     public enum ExitStatus: Int32, Sendable {
         case success = 0
         case failed = 1
@@ -180,7 +180,7 @@ public final class Agent {
         }
     }
 
-    /// DESIGN precedence: 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
+    /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
     private func finalStatus() -> ExitStatus {
         writeMetrics()
         if case .stopping = state {

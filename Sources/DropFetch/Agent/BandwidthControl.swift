@@ -1,6 +1,6 @@
 import CCurl
 
-/// Bandwidth limits (DESIGN.md §4 "Bandwidth") on the event loop: `bandwidth` (a
+/// Bandwidth limits (docs/config.md "Bandwidth") on the event loop: `bandwidth` (a
 /// `BandwidthBudget`) holds a token bucket per limited transfer, the write callback of a limited
 /// transfer asks it before taking bytes and pauses the transfer when its bucket is empty, and the
 /// loop resumes it when the bucket has refilled. An unlimited transfer has no callback hook and

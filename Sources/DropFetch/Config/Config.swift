@@ -1,4 +1,4 @@
-/// The agent's settings, as read from the YAML file of DESIGN.md §4 or built in.
+/// The agent's settings, as read from the YAML file of docs/config.md or built in.
 public struct Config: Sendable, Equatable {
     public struct Concurrency: Sendable, Equatable {
         public var total: Int = 4

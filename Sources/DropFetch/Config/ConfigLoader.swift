@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads the YAML config of DESIGN.md §4 with libyaml and checks every key, type and range.
+/// Reads the YAML config of docs/config.md with libyaml and checks every key, type and range.
 ///
 /// Unknown keys, duplicate keys, anchors, aliases and tags are refused; every error carries the
 /// file, the 1-based line and column of the offending node, and its dotted key path.

@@ -1,6 +1,6 @@
-/// Parsers for the duration and size notations of DESIGN.md §4, shared by the config and job files.
+/// Parsers for the duration and size notations of docs/config.md, shared by the config and job files.
 ///
-/// Every number is range-checked (DESIGN.md §4): a duration beyond ``maxDuration``, a size beyond
+/// Every number is range-checked (docs/config.md): a duration beyond ``maxDuration``, a size beyond
 /// ``maxSize`` or digits beyond Int64 are ``Problem/outOfRange``, so that no value read here can
 /// overflow the arithmetic of the agent that uses it.
 public enum Units {

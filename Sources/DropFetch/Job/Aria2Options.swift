@@ -1,5 +1,5 @@
 /// What dropfetch does with each option aria2 allows under a URL in its input files (aria2c(1),
-/// "Input File"), apart from those it applies itself (DESIGN.md §2).
+/// "Input File"), apart from those it applies itself (docs/job-files.md).
 ///
 /// The rule: an option that only changes how aria2 splits, schedules, retries, allocates or times
 /// out a download — the same bytes still land under the same name, fetched from the same URLs with

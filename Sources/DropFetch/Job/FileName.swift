@@ -1,4 +1,4 @@
-/// File-name rules of DESIGN.md §2: checks `out=` names and derives safe names from URLs and servers.
+/// File-name rules of docs/job-files.md: checks `out=` names and derives safe names from URLs and servers.
 ///
 /// A name that passes ``validate(_:)`` or comes out of ``sanitise(_:)`` is one path component that
 /// cannot leave the destination folder, cannot hide as a dot-file (nor collide with `.<file>.part`),

@@ -1,4 +1,4 @@
-/// The option lines under a URL (DESIGN.md §2): dropfetch's own keys, the aria2 options it applies,
+/// The option lines under a URL (docs/job-files.md): dropfetch's own keys, the aria2 options it applies,
 /// and the aria2 options it ignores or refuses (``Aria2Options``).
 extension JobFileParser {
     /// Keys an indented option line may carry that dropfetch applies.

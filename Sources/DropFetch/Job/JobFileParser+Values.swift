@@ -1,4 +1,4 @@
-/// Value rules of the job-file keys (DESIGN.md §2): URL shape, `dir`, `checksum`, `header`, `max-download-limit`.
+/// Value rules of the job-file keys (docs/job-files.md): URL shape, `dir`, `checksum`, `header`, `max-download-limit`.
 extension JobFileParser {
     /// Header names the transfer sets itself for resume and framing; a job may not override them.
     static let reservedHeaders: Set<String> = ["range", "if-range", "content-length", "transfer-encoding"]

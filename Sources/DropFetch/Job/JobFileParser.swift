@@ -1,4 +1,4 @@
-/// Parses a `.url` job file (DESIGN.md §2) into a ``JobSpec``: an Internet Shortcut or an aria2-style URL list.
+/// Parses a `.url` job file (docs/job-files.md) into a ``JobSpec``: an Internet Shortcut or an aria2-style URL list.
 ///
 /// The whole file is checked first (UTF-8, no NUL, no bare CR), then parsed; the first problem is
 /// thrown as a ``JobFileError`` naming its 1-based line. Quoted values in messages are escaped,

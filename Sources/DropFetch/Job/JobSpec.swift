@@ -1,11 +1,11 @@
-/// One parsed `.url` job file (DESIGN.md §2): job-level options and its downloads.
+/// One parsed `.url` job file (docs/job-files.md): job-level options and its downloads.
 public struct JobSpec: Sendable, Equatable {
     /// `priority=` (any Int64); nil when the file does not set it.
     public var priority: Int?
     /// `class=`; nil when the file does not set it.
     public var className: String?
     public var downloads: [DownloadSpec]
-    /// aria2 options that were accepted without effect (DESIGN.md §2), each once, in the order first
+    /// aria2 options that were accepted without effect (docs/job-files.md), each once, in the order first
     /// seen; the status file lists them as `ignored_options`.
     public var ignoredOptions: [String]
 

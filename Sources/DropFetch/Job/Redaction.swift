@@ -1,4 +1,4 @@
-/// Hides credentials in URLs and header lines before they reach logs or status files (DESIGN.md §3).
+/// Hides credentials in URLs and header lines before they reach logs or status files (docs/status-files.md).
 public enum Redaction {
     /// Header names (lower case) whose values are secrets.
     static let secretHeaders = ["authorization", "proxy-authorization", "cookie", "set-cookie"]

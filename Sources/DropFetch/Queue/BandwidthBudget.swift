@@ -1,4 +1,4 @@
-/// The bandwidth limits of DESIGN.md §4 as token buckets: every limited transfer has its own
+/// The bandwidth limits of docs/config.md as token buckets: every limited transfer has its own
 /// bucket, filled at its max-min fair share (`FairShare`) of its own `max-download-limit`, its
 /// class's `rate_limit` and the global `limits.rate_limit`. The write callback asks `admit` before
 /// taking bytes; a transfer refused is paused, and `takeResumable` says when to resume it.

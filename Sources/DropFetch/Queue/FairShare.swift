@@ -1,4 +1,4 @@
-/// Max-min fair division of nested rate limits (DESIGN.md §4 "Bandwidth"): every claim is under
+/// Max-min fair division of nested rate limits (docs/config.md "Bandwidth"): every claim is under
 /// the optional total, under its group's optional limit and under its own cap; a claim that asks
 /// for less than its share (its `demand`) keeps only that, and the rest goes to the others.
 ///

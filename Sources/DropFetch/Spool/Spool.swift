@@ -1,6 +1,6 @@
 import Glibc
 
-/// The spool folders of DESIGN.md §1 and the moves between them: claim, file, adopt.
+/// The spool folders of docs/spool.md and the moves between them: claim, file, adopt.
 final class Spool {
     /// A job file seen in the inbox.
     struct InboxEntry: Sendable, Equatable {

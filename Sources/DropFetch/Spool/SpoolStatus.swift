@@ -1,6 +1,6 @@
 import Glibc
 
-/// What `dropfetch status` shows, read from the spool alone (DESIGN.md §8: the list view reads the
+/// What `dropfetch status` shows, read from the spool alone (docs/architecture.md: the list view reads the
 /// store), so it works whether or not an agent runs.
 public struct SpoolStatus: Sendable {
     public var inbox: Int
@@ -53,7 +53,7 @@ public struct SpoolStatus: Sendable {
         return StatusRecord.decode(bytes)
     }
 
-    /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent` (DESIGN.md §5).
+    /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent` (docs/cli.md).
     public func json() -> String {
         func list(_ records: [StatusRecord]) -> String {
             "[" + records.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",\n") + "]"

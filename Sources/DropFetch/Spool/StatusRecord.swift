@@ -1,6 +1,6 @@
 import Foundation
 
-/// The status file of DESIGN.md §3: `done|failed/<name>.status.json`, and while a job runs
+/// The status file of docs/status-files.md: `done|failed/<name>.status.json`, and while a job runs
 /// `work/<agent>/<name>.state.json` with `state: "running"`.
 public struct StatusRecord: Decodable, Sendable, Equatable {
     public enum State: String, Decodable, Sendable {
@@ -45,7 +45,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
         case attempts, ignoredOptions = "ignored_options", downloads, error, folder, retryAt = "retry_at"
     }
 
-    /// The JSON text with a final newline, keys in the order of DESIGN.md §3.
+    /// The JSON text with a final newline, keys in the order of docs/status-files.md.
     public func encoded() -> [UInt8] {
         var json = JSONText()
         json.beginObject()

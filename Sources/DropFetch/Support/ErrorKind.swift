@@ -1,4 +1,4 @@
-/// The `error.kind` values of the status-file contract (DESIGN.md §3).
+/// The `error.kind` values of the status-file contract (docs/status-files.md).
 public enum ErrorKind: String, Sendable, Equatable, Codable, CaseIterable {
     case invalidJob = "invalid_job"
     case unsupportedProtocol = "unsupported_protocol"

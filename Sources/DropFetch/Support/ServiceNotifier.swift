@@ -43,6 +43,8 @@ public final class ServiceNotifier {
     private var isReady = false
     private var isStopping = false
     private var nextWatchdog: Int64 = .max
+    /// When the first `READY=1` went out: the first `STATUS=` is due then.
+    private var readyAt: Int64 = 0
     private var lastCounts: Counts?
     private var lastStatusCheck: Int64 = .min
     private var statusCheckPending = false
@@ -84,7 +86,10 @@ public final class ServiceNotifier {
         guard !isStopping else { return }
         let now = now ?? MonotonicClock.now()
         send("READY=1")
-        if !isReady, let watchdogInterval { nextWatchdog = now + watchdogInterval }
+        if !isReady {
+            readyAt = now
+            if let watchdogInterval { nextWatchdog = now + watchdogInterval }
+        }
         isReady = true
     }
 
@@ -126,10 +131,12 @@ public final class ServiceNotifier {
         }
     }
 
-    /// The monotonic millisecond by which the loop must turn again: the next `WATCHDOG=1`, or the
-    /// moment a status change seen too soon after the last one may be sent. Nil when nothing is due.
+    /// The monotonic millisecond by which the loop must turn again: the first `STATUS=` (due with
+    /// `READY=1`), the next `WATCHDOG=1`, or the moment a status change seen too soon after the last
+    /// one may be sent. Nil when nothing is due.
     public var nextDeadline: Int64? {
         guard isReady, !isStopping else { return nil }
+        if lastStatusCheck == .min { return readyAt }
         var deadline: Int64?
         if watchdogInterval != nil { deadline = nextWatchdog }
         if statusCheckPending {

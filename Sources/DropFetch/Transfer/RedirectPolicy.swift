@@ -2,7 +2,7 @@
 /// (CURLOPT_FOLLOWLOCATION is off): libcurl would send a job's `header=` values to whatever host a
 /// `Location` names (it strips only `Authorization` and `Cookie`, and only on a change of host).
 ///
-/// DESIGN.md §2: a job's headers and credentials (`header=`, `user:pass@` in its URL, `http-user`)
+/// docs/job-files.md: a job's headers and credentials (`header=`, `user:pass@` in its URL, `http-user`)
 /// go only to the origin (scheme, host, port) of the
 /// job's own URL for the mirror being fetched. §3/§4: a hop to a scheme outside `protocols` is
 /// `unsupported_protocol` (the same kind as a job URL with that scheme, and what libcurl's

@@ -1,4 +1,4 @@
-/// What to do with a response before any of its body is written (DESIGN.md §6, RFC 9110 §14).
+/// What to do with a response before any of its body is written (docs/architecture.md, RFC 9110 §14).
 enum ResumeDecision: Sendable, Equatable {
     /// Write the body starting at this file offset (0 = truncate and start over).
     case write(at: Int64, total: Int64?)

@@ -1,7 +1,7 @@
 import Testing
 @testable import DropFetch
 
-/// DESIGN.md §4: a duration beyond 100 years, a size beyond 2^62 or an integer beyond Int64 is an
+/// docs/config.md: a duration beyond 100 years, a size beyond 2^62 or an integer beyond Int64 is an
 /// error naming the file, line, column and key path — each boundary tried just inside and just outside.
 @Suite("Config number ranges")
 struct ConfigRangeTests {

@@ -2,7 +2,7 @@ import DropFetch
 import Foundation
 import Testing
 
-/// DESIGN.md §4 "Bandwidth", measured on the wall clock with the real binary. The margins allow for
+/// docs/config.md "Bandwidth", measured on the wall clock with the real binary. The margins allow for
 /// a busy 2-core machine: the limits hold the average within ±10%, the bounds here are wider.
 @Suite("Bandwidth limits, end to end")
 struct BandwidthTests {

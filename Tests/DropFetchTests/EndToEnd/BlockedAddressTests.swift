@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// DESIGN.md §3 kind `blocked`: an address refused by `block_private_addresses` is reported as
+/// docs/status-files.md kind `blocked`: an address refused by `block_private_addresses` is reported as
 /// such (not as `network`), is not retried, and does not stop the other mirrors from being tried.
 @Suite("block_private_addresses: kind blocked, end to end")
 struct BlockedAddressTests {

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// `kill -9` at every crash point of DESIGN.md §1's claim and finish protocol, then a clean
+/// `kill -9` at every crash point of the claim and finish protocol of docs/spool.md, then a clean
 /// `run --once`: invariants 1–5 hold and no file is fetched again that did not need to be.
 @Suite("Crash matrix, end to end", .serialized)
 struct CrashMatrixTests {

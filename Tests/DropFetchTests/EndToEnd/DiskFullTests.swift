@@ -4,7 +4,7 @@ import Glibc
 import Testing
 
 /// A full destination (a small tmpfs): the download waits with `no_space` instead of failing,
-/// the agent keeps serving other jobs, and it finishes once there is room (DESIGN.md §8:
+/// the agent keeps serving other jobs, and it finishes once there is room (docs/architecture.md:
 /// check free space before a big download, not only fail when the disk fills).
 @Suite("Disk full, end to end", .serialized,
        .enabled(if: getuid() == 0, "mounting a tmpfs as the destination needs root (mount(2))"))

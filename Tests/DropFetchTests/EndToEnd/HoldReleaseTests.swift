@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// DESIGN.md §1 "Hold and release" and §3 `attempts` (issue 9, items 10 and 11): `hold` moves the
+/// docs/spool.md "Hold and release" and §3 `attempts` (issue 9, items 10 and 11): `hold` moves the
 /// job file and its state file to hold/, its `.part` and resume record stay; `release` puts it
 /// back where it came from with its arrival, attempts and partial data. A hold or a release never
 /// costs an attempt.

@@ -2,7 +2,7 @@ import DropFetch
 import Foundation
 import Testing
 
-/// DESIGN.md §6: a hook inherits stdin, stdout and stderr and nothing else, even while downloads
+/// docs/architecture.md: a hook inherits stdin, stdout and stderr and nothing else, even while downloads
 /// hold connections open (libcurl's own sockets cannot be marked close-on-exec from outside).
 @Suite("Hooks inherit only descriptors 0, 1 and 2")
 struct HookDescriptorTests {

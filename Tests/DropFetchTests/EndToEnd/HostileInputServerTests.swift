@@ -2,7 +2,7 @@ import DropFetch
 import Foundation
 import Testing
 
-/// Hostile servers against the real binary (DESIGN.md §3, §4, invariants 2 and 4): redirects to
+/// Hostile servers against the real binary (docs/status-files.md, docs/config.md, invariants 2 and 4): redirects to
 /// other schemes and hosts, lying sizes, error bodies, Content-Disposition names, credentials and
 /// control characters in answers, size and time limits, and `block_private_addresses`. Each case
 /// is a row of docs/hostile-inputs.md; the harness is in `HostileInputTests`.

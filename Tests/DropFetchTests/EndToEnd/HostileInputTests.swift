@@ -2,8 +2,8 @@ import DropFetch
 import Foundation
 import Testing
 
-/// Hostile job files and paths against the real binary (DESIGN.md §1–§4, invariant 4): each case of
-/// docs/hostile-inputs.md lands in its folder with its `error.kind`, nothing appears outside the
+/// Hostile job files and paths against the real binary (docs/job-files.md; docs/spool.md, guarantee 4):
+/// each case of docs/hostile-inputs.md lands in its folder with its `error.kind`, nothing appears outside the
 /// destination and the spool, planted links and their targets stay as they were, and a good job
 /// dropped in the same `run --once` is done. The server cases are in `HostileInputServerTests`.
 @Suite("Hostile input: job files and paths")
@@ -267,14 +267,14 @@ extension HostileInputTests {
     enum Outcome: Sendable, Equatable {
         case done
         case failed(ErrorKind)
-        /// Not a job (DESIGN.md §1): it stays in the inbox as it was.
+        /// Not a job (docs/spool.md): it stays in the inbox as it was.
         case ignored
     }
 
     /// One row of docs/hostile-inputs.md: what is dropped, planted or served, and where it must end up.
     struct Case: Sendable {
         let id: String
-        /// The job's name as dropped (the status file's `job`; its record is found by it, DESIGN.md §3);
+        /// The job's name as dropped (the status file's `job`; its record is found by it, docs/status-files.md);
         /// for `.ignored`, the entry's path under the inbox.
         let job: String
         let outcome: Outcome
@@ -449,7 +449,7 @@ extension HostileInputTests {
         try item.check(c)
     }
 
-    /// The name of the record in `folder` whose status file names `job` (DESIGN.md §3: the record
+    /// The name of the record in `folder` whose status file names `job` (docs/status-files.md: the record
     /// may be filed under another name, such as `x.1.url`); `job` itself when there is none.
     static func record(of job: String, in folder: String, _ c: Context) -> String {
         c.fixture.jobs(in: folder).first { jobName(ofRecord: $0, in: folder, c) == job } ?? job

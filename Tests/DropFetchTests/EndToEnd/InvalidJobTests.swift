@@ -2,7 +2,7 @@ import DropFetch
 import Foundation
 import Testing
 
-/// DESIGN.md §2: every kind of invalid job file lands in failed/ as `invalid_job` naming its line,
+/// docs/job-files.md: every kind of invalid job file lands in failed/ as `invalid_job` naming its line,
 /// nothing of it is downloaded, and the other jobs of the same run are done.
 @Suite("Invalid job files, end to end")
 struct InvalidJobTests {

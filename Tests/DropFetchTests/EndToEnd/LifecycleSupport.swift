@@ -3,11 +3,11 @@ import Glibc
 import Testing
 
 /// Helpers shared by the job-lifecycle tests (issue 9): they read the spool as a user or a
-/// script would, through the contract of DESIGN.md §1, §3 and §5 (raw JSON, not library types),
+/// script would, through the contract of docs/spool.md, §3 and §5 (raw JSON, not library types),
 /// so they keep compiling whatever the agent's own types become.
 extension SpoolFixture {
     /// Drops a job the safe way and dates it 60 s back, so that a scan finds it settled
-    /// (DESIGN.md §1: a file found by a scan is claimed only when its mtime is 2 s old).
+    /// (docs/spool.md: a file found by a scan is claimed only when its mtime is 2 s old).
     @discardableResult
     func dropSettled(_ name: String, _ content: String, folder: String = "") throws -> String {
         let path = try drop(name, content, folder: folder)
@@ -105,7 +105,7 @@ enum LifecycleError: Error {
     case unexpected(String)
 }
 
-/// Fields of the status and state files of DESIGN.md §3, read from raw JSON.
+/// Fields of the status and state files of docs/status-files.md, read from raw JSON.
 enum StatusFields {
     static func downloads(_ object: [String: Any]?) -> [[String: Any]] {
         object?["downloads"] as? [[String: Any]] ?? []

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// DESIGN.md §2 mirrors and §3 attempts (issue 9, items 3 and 10): partial data is kept across
+/// docs/job-files.md mirrors and §3 attempts (issue 9, items 3 and 10): partial data is kept across
 /// mirrors — each attempt starts at the mirror that wrote the `.part` and goes round the list
 /// once; another mirror resumes it only if its validator matches the record. An attempt is one
 /// try of a download across all its mirrors, and `retry.attempts` counts those.

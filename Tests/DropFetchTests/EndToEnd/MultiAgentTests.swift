@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// Several agents on one spool (DESIGN.md §1 claim protocol): every job is done exactly once,
+/// Several agents on one spool (docs/spool.md, claim protocol): every job is done exactly once,
 /// and a dead agent's work folder is adopted by a live one.
 @Suite("Several agents on one spool, end to end", .serialized)
 struct MultiAgentTests {

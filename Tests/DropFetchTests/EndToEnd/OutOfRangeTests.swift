@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// DESIGN.md §4: a number out of range (a duration beyond 100 years, a size beyond 2^62, an
+/// docs/config.md: a number out of range (a duration beyond 100 years, a size beyond 2^62, an
 /// integer beyond Int64) is an error naming the key, never a crash; the same holds for numbers
 /// in job files, where any 64-bit `priority` is allowed (issue 9, item 9).
 @Suite("Out-of-range numbers, end to end")

@@ -2,7 +2,7 @@ import DropFetch
 import Foundation
 import Testing
 
-/// DESIGN.md §2: `header=` values and URL credentials go only to the origin (scheme, host, port)
+/// docs/job-files.md: `header=` values and URL credentials go only to the origin (scheme, host, port)
 /// of the job's own URL, whatever host a redirect names. The real binary against two servers,
 /// one on 127.0.0.1 and one on 127.0.0.2 standing in for another host.
 @Suite("Redirects: headers stay with their origin, end to end")

@@ -4,7 +4,7 @@ import Testing
 
 /// The crash matrix and kill storm extended (issue 9, "What must hold" item 2): `kill -9` while a
 /// job that owns a name waits for a retry, and while it sits in hold/ with partial data, with a
-/// second job of the same name running. After a restart every invariant of DESIGN.md §1 holds:
+/// second job of the same name running. After a restart every invariant of docs/spool.md holds:
 /// each job filed once, every published file whole and its own job's, names owned (6), no refetch
 /// of resumable data.
 @Suite("Kills around same-name jobs that wait or are held, end to end", .serialized)

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// DESIGN.md §1 invariant 6 (issue 9, items 1 and 11): a job's output names belong to it from the
+/// docs/spool.md invariant 6 (issue 9, items 1 and 11): a job's output names belong to it from the
 /// moment they are chosen until it is filed — while it runs, waits for a retry, or sits in hold/
 /// with partial data, across kills and restarts. A second job of the same `out=` takes the next
 /// free name (`on_conflict: rename`) and never writes or truncates the first one's `.part`; every

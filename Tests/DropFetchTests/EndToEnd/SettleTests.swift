@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// DESIGN.md §1 settle rule (issue 9, item 5): a job file found by a scan — at start-up, on a
+/// docs/spool.md settle rule (issue 9, item 5): a job file found by a scan — at start-up, on a
 /// rescan, after an inotify queue overflow — is claimed only when settled (mtime 2 s old, or
 /// `IN_CLOSE_WRITE` seen). A file written in place is never claimed half-written, and `run --once`
 /// leaves a file still changing at the end of `once_wait` in the inbox and exits 75.

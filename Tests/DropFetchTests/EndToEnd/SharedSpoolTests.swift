@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// DESIGN.md §1 invariant 7 and the adoption rule (issue 9, item 4): an agent claims at most
+/// docs/spool.md invariant 7 and the adoption rule (issue 9, item 4): an agent claims at most
 /// `claim_ahead` jobs beyond those it runs, so agents sharing a spool share the work; a dead
 /// agent's work folder is adopted by a live agent on its rescans, not only when an agent starts.
 @Suite("Agents sharing a spool share the work and adopt the dead, end to end", .serialized)

@@ -1,7 +1,7 @@
 import DropFetch
 import Foundation
 
-/// What a user checks in a spool and its destination after crashes: DESIGN.md §1 invariants 1–5,
+/// What a user checks in a spool and its destination after crashes: the guarantees 1–5 of docs/spool.md,
 /// the status files of §3, and the downloaded bytes. Each check returns the problems it found
 /// as sentences, so a test can `#expect(problems.isEmpty, "\(problems)")` and see them all.
 struct SpoolAudit {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// DESIGN.md §6 "Transfers and resume" (issue 9, item 2): partial data is appended to only when
+/// docs/architecture.md "Transfers and resume" (issue 9, item 2): partial data is appended to only when
 /// a strong validator proves the server's file is the same. With no validator the download
 /// restarts from zero; a `206` whose validator differs from the record's is not appended.
 /// Either way the published file is exactly one version, never a splice of two.
@@ -93,7 +93,7 @@ struct ValidatorResumeTests {
         }
         let got206 = requests.dropFirst().contains { $0.status == 206 }
         if item.first.etag != nil {
-            // DESIGN.md §6: a strong ETag is a resume validator, so the agent asks for a Range.
+            // docs/architecture.md: a strong ETag is a resume validator, so the agent asks for a Range.
             #expect(got206, "the case was not exercised: no 206 was sent after the first answer (\(requests))")
         } else if !got206 {
             print("\(item.name): the agent did not resume on Last-Modified alone; no 206 to refuse (\(requests))")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// DESIGN.md §3 and §5 (issue 9, item 12): a job waiting for a retry says so — `"state":
+/// docs/status-files.md and §5 (issue 9, item 12): a job waiting for a retry says so — `"state":
 /// "waiting"` with `retry_at` in its state file, listed under `waiting` (not `active`) by
 /// `status --json` and shown by `status` — and `run --once` leaves it in work/ with exit 75.
 /// Exit codes when several apply: 2 > 3 > 1 > 75 > 0.

@@ -14,7 +14,7 @@ private func parseError(_ text: String) -> JobFileError? {
     }
 }
 
-/// aria2 input files as users have them (DESIGN.md §2): tuning options ignored and named,
+/// aria2 input files as users have them (docs/job-files.md): tuning options ignored and named,
 /// credentials, proxy, `out` with a folder and absolute `dir` applied, the rest refused.
 @Suite("aria2 input files")
 struct JobFileAria2Tests {

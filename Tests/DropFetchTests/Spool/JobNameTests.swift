@@ -1,7 +1,7 @@
 import Testing
 @testable import DropFetch
 
-/// DESIGN.md §1: names ending in `.url` in any case are jobs; hidden names and other endings are not.
+/// docs/spool.md: names ending in `.url` in any case are jobs; hidden names and other endings are not.
 @Suite("Job names")
 struct JobNameTests {
     @Test("`.url` in any case is a job", arguments: ["x.url", "X.URL", "report.Url", "a.uRl", "ü.URL", "x.url.url"])

@@ -19,8 +19,9 @@ struct ServiceNotifierTests {
         #expect(notifier.nextDeadline == nil)
 
         notifier.ready(now: 1000)
-        #expect(notifier.nextDeadline == 1200)
+        #expect(notifier.nextDeadline == 1000, "the first STATUS= is due with READY=1")
         notifier.turn(now: 1001) { counts }
+        #expect(notifier.nextDeadline == 1200)
         notifier.turn(now: 1199) { counts }
         notifier.turn(now: 1200) { counts }
         notifier.turn(now: 1300) { counts }
@@ -37,6 +38,7 @@ struct ServiceNotifierTests {
         let notifier = try ServiceNotifier(address: listener.address)
         #expect(notifier.watchdogInterval == nil)
         notifier.ready(now: 0)
+        #expect(notifier.nextDeadline == 0, "an idle loop still turns once for the first STATUS=")
         var reads = 0
         var current = counts
         let read = { () -> ServiceNotifier.Counts in

@@ -2,7 +2,7 @@
 import Testing
 
 /// RedirectPolicy as a table: where a hop goes, whether the job's headers and credentials go with
-/// it (DESIGN.md §2), and which kind stops it (§3).
+/// it (docs/job-files.md), and which kind stops it (§3).
 @Suite("Redirect policy: headers stay with their origin")
 struct RedirectPolicyTests {
     /// One row: a request (the job's URL, maybe already redirected) answered with `location`.
