@@ -210,7 +210,7 @@ public final class Agent {
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
-        return Int(max(0, min(deadline - now, 60_000)))
+        return Int(max(0, min(deadline - now, Int64(Int32.max))))
     }
 
     private func housekeeping() {
