@@ -40,7 +40,8 @@ func checkDownload(_ download: DownloadSpec) {
         violated("max-download-limit \(limit) is not in 1...2^62")
     }
     if let absolute = download.absoluteDir {
-        let components = absolute.path.split(separator: "/", omittingEmptySubsequences: false)
+        // "/" itself is the file-system root: inside the destination only when that is "/".
+        let components = absolute.path == "/" ? [""] : absolute.path.split(separator: "/", omittingEmptySubsequences: false)
         if components.first != "" || components.dropFirst().contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
             violated("accepted absolute dir \(absolute.path.debugDescription)")
         }
