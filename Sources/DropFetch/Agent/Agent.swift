@@ -134,12 +134,15 @@ public final class Agent {
         let ownDescriptors = [watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
                               configWatcher?.fileDescriptor].compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
+        metrics?.loopStall.begin()
         while true {
             if case .running = state { startRunnable() }
             if case .stopping = state, table.runningCount == 0 { break }
             if options.once, onceRunIsOver() { break }
             do {
+                metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
+                metrics?.loopStall.begin()
                 resumeThrottledTransfers()
                 try multi.perform()
             } catch {
