@@ -1,7 +1,7 @@
 /// The run queue: which download starts next. Pure and deterministic — no I/O, time is passed in.
 ///
-/// Order: higher priority first; among equal priority, arrival order (`fifo`) or its reverse (`lifo`).
-/// Units waiting for a retry sit aside until due and then keep their original place.
+/// Order: higher priority first; among equal priority, arrival order (`fifo`) or its reverse (`lifo`);
+/// among equal arrival, claimed jobs' downloads before unclaimed inbox jobs. Units waiting for a retry sit aside until due and then keep their original place.
 ///
 /// Ready units are kept in one queue per class and host (a lane). The head of each lane stands for
 /// it in its class's queue of lanes, and the head of each class for the class in the queue of
@@ -88,6 +88,10 @@ struct Scheduler {
         { a, b in
             if a.priority != b.priority { return a.priority > b.priority }
             if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
+            // A job claimed to run goes before the inbox jobs that arrived with it: else a batch
+            // written within one mtime tick would be claimed whole before any of it starts.
+            let (aClaimed, bClaimed) = (a.unit.download != Unit.wholeJob, b.unit.download != Unit.wholeJob)
+            if aClaimed != bClaimed { return aClaimed }
             if a.unit.download != b.unit.download { return a.unit.download < b.unit.download }
             return order == .fifo ? a.unit.job < b.unit.job : a.unit.job > b.unit.job
         }

@@ -244,6 +244,22 @@ struct SchedulerCostTests {
         #expect(order == (0..<1_000).filter { $0 % 2 == 1 && $0 != 3 })
     }
 
+    @Test("a claimed job's downloads go before inbox jobs that arrived at the same time")
+    func claimedBeforeUnclaimedOfSameArrival() {
+        var scheduler = Scheduler()
+        for job in 0..<100 {
+            scheduler.enqueue(.init(unit: .init(job: job, download: Scheduler.Unit.wholeJob), priority: 0, arrival: 7,
+                                    host: "a"))
+        }
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 0, download: Scheduler.Unit.wholeJob))
+        // Claimed: its downloads queue under a new id, with the arrival of its file.
+        scheduler.enqueue(.init(unit: .init(job: 500, download: 1), priority: 0, arrival: 7, host: "a"))
+        scheduler.enqueue(.init(unit: .init(job: 500, download: 0), priority: 0, arrival: 7, host: "b"))
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 500, download: 0))
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 500, download: 1))
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 1, download: Scheduler.Unit.wholeJob))
+    }
+
     @Test("queueing a unit again replaces it")
     func enqueueReplaces() {
         var scheduler = Scheduler()
@@ -340,6 +356,7 @@ private struct FullScan {
     func precedes(_ a: Scheduler.Entry, _ b: Scheduler.Entry) -> Bool {
         if a.priority != b.priority { return a.priority > b.priority }
         if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
+        if (a.unit.download == -1) != (b.unit.download == -1) { return b.unit.download == -1 }
         if a.unit.download != b.unit.download { return a.unit.download < b.unit.download }
         return order == .fifo ? a.unit.job < b.unit.job : a.unit.job > b.unit.job
     }
