@@ -125,12 +125,15 @@ public final class Agent {
         let ownDescriptors = [watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
                               configWatcher?.fileDescriptor].compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
+        context.metrics?.loopStall.begin()
         while true {
             if case .running = state { runner.startRunnable() }
             if case .stopping = state, table.runningCount == 0 { break }
             if options.once, onceRunIsOver() { break }
             do {
+                context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
+                context.metrics?.loopStall.begin()
                 bandwidth.resumeThrottledTransfers()
                 try multi.perform()
             } catch {

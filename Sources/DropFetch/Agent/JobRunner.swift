@@ -25,9 +25,7 @@ final class JobRunner: AgentPart {
     func startRunnable() {
         let now = MonotonicClock.now()
         while admission.hasRoom {
-            guard let entry = scheduler.nextRunnable(now: now, canStart: { [admission] candidate in
-                admission.admits(host: candidate.host, className: candidate.className)
-            }) else { return }
+            guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if entry.unit.download == Scheduler.Unit.wholeJob {
                 _ = intake.claimCandidate(entry.unit.job)
             } else {

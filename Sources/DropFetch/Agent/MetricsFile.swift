@@ -1,3 +1,5 @@
+import Glibc
+
 /// The `metrics_file`: Prometheus text exposition format (version 0.0.4) for node-exporter's
 /// textfile collector, replaced atomically so the collector never reads half a file.
 struct MetricsFile {
@@ -8,6 +10,8 @@ struct MetricsFile {
     var retries = 0
     /// Bytes received by the transfers of each class, finished or not (TransferMeter).
     var bytesByClass: [String: Int64] = [:]
+    /// The agent's loop marks each turn's start and end here.
+    var loopStall = LoopStall()
 
     init(path: String, agent: String) {
         self.path = path
@@ -46,6 +50,9 @@ struct MetricsFile {
             "# HELP dropfetch_queue_waiting Downloads waiting for a retry.",
             "# TYPE dropfetch_queue_waiting gauge",
             "dropfetch_queue_waiting{\(label)} \(waiting)",
+            "# HELP dropfetch_loop_stall_seconds The longest turn of the event loop (its work between two waits) over the last minute.",
+            "# TYPE dropfetch_loop_stall_seconds gauge",
+            "dropfetch_loop_stall_seconds{\(label)} \(loopStall.longest(at: LoopStall.now()))",
         ]
         return lines.joined(separator: "\n") + "\n"
     }
@@ -58,5 +65,46 @@ struct MetricsFile {
 
     func write(active: Int, ready: Int, waiting: Int) throws(SystemError) {
         try AtomicFile.write(Array(text(active: active, ready: ready, waiting: waiting).utf8), to: path, durable: false)
+    }
+}
+
+/// The longest turn of the agent's event loop — from its wake-up to its next wait — over the last
+/// minute: the longest turn of each of the last 60 seconds, kept by second.
+struct LoopStall {
+    private var began: Int64?
+    private var longestTurn = [Int64](repeating: 0, count: 60)
+    private var second = [Int64](repeating: .min, count: 60)
+
+    /// CLOCK_MONOTONIC in nanoseconds.
+    static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+
+    /// The loop woke up.
+    mutating func begin(at now: Int64 = LoopStall.now()) {
+        began = now
+    }
+
+    /// The loop is about to wait: the turn since `begin` is counted.
+    mutating func end(at now: Int64 = LoopStall.now()) {
+        guard let began else { return }
+        self.began = nil
+        let current = now / 1_000_000_000
+        let slot = Int(current % 60)
+        if second[slot] != current {
+            second[slot] = current
+            longestTurn[slot] = 0
+        }
+        longestTurn[slot] = max(longestTurn[slot], now - began)
+    }
+
+    /// Seconds, the longest turn that ended within the minute before `now`.
+    func longest(at now: Int64) -> Double {
+        let current = now / 1_000_000_000
+        var longest: Int64 = 0
+        for slot in 0..<60 where second[slot] > current - 60 { longest = max(longest, longestTurn[slot]) }
+        return Double(longest) / 1e9
     }
 }

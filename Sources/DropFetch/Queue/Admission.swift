@@ -30,10 +30,26 @@ struct Admission: Sendable, Equatable {
 
     var hasRoom: Bool { active < limits.total }
 
+    /// Which limit keeps a download from starting, so that the scheduler can set aside every
+    /// download that limit holds back at once.
+    enum Refusal: Sendable, Equatable {
+        /// `concurrency.total`: nothing may start.
+        case total
+        /// `concurrency.per_host`: nothing of this host may start.
+        case host
+        /// The class's `max_active`: nothing of this class may start.
+        case jobClass
+    }
+
+    func refusal(host: String, className: String) -> Refusal? {
+        guard active < limits.total else { return .total }
+        guard perHost[host, default: 0] < limits.perHost else { return .host }
+        if let cap = limits.perClass[className], perClass[className, default: 0] >= cap { return .jobClass }
+        return nil
+    }
+
     func admits(host: String, className: String) -> Bool {
-        guard active < limits.total, perHost[host, default: 0] < limits.perHost else { return false }
-        if let cap = limits.perClass[className], perClass[className, default: 0] >= cap { return false }
-        return true
+        refusal(host: host, className: className) == nil
     }
 
     mutating func started(host: String, className: String) {

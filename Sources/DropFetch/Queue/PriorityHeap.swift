@@ -1,53 +1,109 @@
-/// A binary min-heap under a caller-given order: O(log n) push and pop, so a spool of 100,000
-/// jobs is queued without quadratic costs.
-struct PriorityHeap<Element> {
+/// A binary min-heap under a caller-given order, with an index map from each element's key to its
+/// slot: push, pop, removal and re-ordering by key are all O(log n), so a spool of 100,000 jobs is
+/// queued and pruned without quadratic costs. A key is in the heap at most once.
+struct PriorityHeap<Key: Hashable, Element> {
     private var storage: [Element] = []
+    private var slots: [Key: Int] = [:]
+    private let key: (Element) -> Key
     /// True when the first argument must come out before the second.
     private let precedes: (Element, Element) -> Bool
+    /// Calls of `precedes` so far: the work done, for tests that check a bound on it.
+    private(set) var comparisons = 0
 
-    init(precedes: @escaping (Element, Element) -> Bool) {
+    init(key: @escaping (Element) -> Key, precedes: @escaping (Element, Element) -> Bool) {
+        self.key = key
         self.precedes = precedes
     }
 
     var count: Int { storage.count }
     var isEmpty: Bool { storage.isEmpty }
     var first: Element? { storage.first }
+    /// In heap order, not sorted.
     var elements: [Element] { storage }
 
+    func contains(_ key: Key) -> Bool { slots[key] != nil }
+
+    subscript(key: Key) -> Element? { slots[key].map { storage[$0] } }
+
+    /// Adds `element`; one already there under the same key is replaced.
     mutating func push(_ element: Element) {
-        storage.append(element)
-        var child = storage.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard precedes(storage[child], storage[parent]) else { break }
-            storage.swapAt(child, parent)
-            child = parent
+        if let slot = slots[key(element)] {
+            storage[slot] = element
+            restore(slot)
+            return
         }
+        storage.append(element)
+        slots[key(element)] = storage.count - 1
+        siftUp(storage.count - 1)
     }
 
     @discardableResult
     mutating func pop() -> Element? {
         guard !storage.isEmpty else { return nil }
-        storage.swapAt(0, storage.count - 1)
-        let top = storage.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var best = parent
-            if left < storage.count, precedes(storage[left], storage[best]) { best = left }
-            if right < storage.count, precedes(storage[right], storage[best]) { best = right }
-            if best == parent { break }
-            storage.swapAt(parent, best)
-            parent = best
-        }
-        return top
+        return take(0)
+    }
+
+    /// Removes and returns the element under `key`, if there is one.
+    @discardableResult
+    mutating func remove(_ key: Key) -> Element? {
+        guard let slot = slots[key] else { return nil }
+        return take(slot)
     }
 
     /// Keeps only the elements for which `keep` is true (O(n log n)).
     mutating func filter(_ keep: (Element) -> Bool) {
         let kept = storage.filter(keep)
         storage = []
+        slots = [:]
         for element in kept { push(element) }
+    }
+
+    private mutating func take(_ slot: Int) -> Element {
+        let last = storage.count - 1
+        if slot != last { swap(slot, last) }
+        let element = storage.removeLast()
+        slots[key(element)] = nil
+        if slot < storage.count { restore(slot) }
+        return element
+    }
+
+    /// Moves the element at `slot` up or down to where the order puts it.
+    private mutating func restore(_ slot: Int) {
+        if slot > 0, before(slot, (slot - 1) / 2) { siftUp(slot) } else { siftDown(slot) }
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard before(child, parent) else { break }
+            swap(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var best = parent
+            if left < storage.count, before(left, best) { best = left }
+            if right < storage.count, before(right, best) { best = right }
+            if best == parent { return }
+            swap(parent, best)
+            parent = best
+        }
+    }
+
+    private mutating func before(_ a: Int, _ b: Int) -> Bool {
+        comparisons &+= 1
+        return precedes(storage[a], storage[b])
+    }
+
+    private mutating func swap(_ a: Int, _ b: Int) {
+        storage.swapAt(a, b)
+        slots[key(storage[a])] = a
+        slots[key(storage[b])] = b
     }
 }

@@ -1,7 +1,14 @@
 /// The run queue: which download starts next. Pure and deterministic — no I/O, time is passed in.
 ///
-/// Order: higher priority first; among equal priority, arrival order (`fifo`) or its reverse (`lifo`).
-/// Units waiting for a retry sit aside until due and then keep their original place.
+/// Order: higher priority first; among equal priority, arrival order (`fifo`) or its reverse (`lifo`);
+/// among equal arrival, claimed jobs' downloads before unclaimed inbox jobs. Units waiting for a retry sit aside until due and then keep their original place.
+///
+/// Ready units are kept in one queue per class and host (a lane). The head of each lane stands for
+/// it in its class's queue of lanes, and the head of each class for the class in the queue of
+/// classes. A limit that refuses a lane's head refuses the whole lane (`per_host`) or class
+/// (`max_active`), which is set aside for the rest of the decision with one heap operation: a
+/// decision costs O(log n) for each host or class that is full right now — at most the hosts of
+/// the running downloads, and the classes — and nothing for the units queued behind a refused head.
 struct Scheduler {
     struct Unit: Hashable, Sendable {
         var job: Int
@@ -20,41 +27,109 @@ struct Scheduler {
         var className: String = "default"
     }
 
-    private(set) var order: Config.Order
-    private var ready: PriorityHeap<Entry>
-    private var waiting = PriorityHeap<(entry: Entry, due: Int64)> { $0.due < $1.due }
+    /// A ready unit inside its lane, which holds its host and class once for all its units.
+    private struct Item {
+        var unit: Unit
+        var priority: Int
+        var arrival: Int
 
-    init(order: Config.Order = .fifo) {
-        self.order = order
-        ready = PriorityHeap(precedes: Scheduler.precedence(order))
-    }
-
-    var readyCount: Int { ready.count }
-    var waitingCount: Int { waiting.count }
-    var isEmpty: Bool { ready.isEmpty && waiting.isEmpty }
-
-    private static func precedence(_ order: Config.Order) -> (Entry, Entry) -> Bool {
-        { a, b in
-            if a.priority != b.priority { return a.priority > b.priority }
-            if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
-            return a.unit.download < b.unit.download
+        init(_ entry: Entry) {
+            (unit, priority, arrival) = (entry.unit, entry.priority, entry.arrival)
         }
     }
 
-    mutating func enqueue(_ entry: Entry) {
-        ready.push(entry)
+    private struct Lane: Hashable {
+        var className: String
+        var host: String
     }
 
-    /// Sets a unit aside until `due` (milliseconds on the caller's clock).
+    /// The first unit of a lane, as its class's queue of lanes and the queue of classes hold it.
+    private struct Head {
+        var lane: Int32
+        var item: Item
+    }
+
+    private typealias LaneQueue = PriorityHeap<Unit, Item>
+    private typealias ClassQueue = PriorityHeap<Int32, Head>
+
+    private(set) var order: Config.Order
+    /// Lanes by id; a lane's id is released when it runs empty and reused.
+    private var lanes: [(lane: Lane, queue: LaneQueue?)] = []
+    private var laneIDs: [Lane: Int32] = [:]
+    private var freeLaneIDs: [Int32] = []
+    /// For each class with ready units: the heads of its lanes.
+    private var classes: [String: ClassQueue] = [:]
+    /// The head of each class with ready units.
+    private var top: PriorityHeap<String, (className: String, head: Head)>
+    private var waiting: PriorityHeap<Unit, (entry: Entry, due: Int64)>
+    /// Where each queued unit is: the id of its lane, or `Scheduler.waitingLane`.
+    private var places: [Unit: Int32] = [:]
+    /// Jobs with queued units past their first download: how many, and the highest index (for
+    /// `remove(job:)`, which looks each one up).
+    private var laterDownloads: [Int: (count: Int, highest: Int)] = [:]
+    private static let waitingLane: Int32 = -1
+
+    private(set) var readyCount = 0
+    /// Heap operations (push, pop, removal, re-ordering) done so far: the work of the queue.
+    private(set) var heapOperations = 0
+    /// Times a `nextRunnable` predicate was asked about a unit.
+    private(set) var probes = 0
+
+    init(order: Config.Order = .fifo) {
+        self.order = order
+        top = Scheduler.topQueue(order)
+        waiting = Scheduler.waitingQueue(order)
+    }
+
+    var waitingCount: Int { waiting.count }
+    var isEmpty: Bool { readyCount == 0 && waiting.isEmpty }
+
+    private static func precedence(_ order: Config.Order) -> (Item, Item) -> Bool {
+        { a, b in
+            if a.priority != b.priority { return a.priority > b.priority }
+            if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
+            // A job claimed to run goes before the inbox jobs that arrived with it: else a batch
+            // written within one mtime tick would be claimed whole before any of it starts.
+            let (aClaimed, bClaimed) = (a.unit.download != Unit.wholeJob, b.unit.download != Unit.wholeJob)
+            if aClaimed != bClaimed { return aClaimed }
+            if a.unit.download != b.unit.download { return a.unit.download < b.unit.download }
+            return order == .fifo ? a.unit.job < b.unit.job : a.unit.job > b.unit.job
+        }
+    }
+
+    private static func topQueue(_ order: Config.Order) -> PriorityHeap<String, (className: String, head: Head)> {
+        let precedes = precedence(order)
+        return PriorityHeap(key: { $0.className }, precedes: { precedes($0.head.item, $1.head.item) })
+    }
+
+    private static func waitingQueue(_ order: Config.Order) -> PriorityHeap<Unit, (entry: Entry, due: Int64)> {
+        let precedes = precedence(order)
+        return PriorityHeap(key: { $0.entry.unit }, precedes: { a, b in
+            a.due != b.due ? a.due < b.due : precedes(Item(a.entry), Item(b.entry))
+        })
+    }
+
+    /// Queues a unit to start as soon as the limits allow; one already queued is replaced.
+    mutating func enqueue(_ entry: Entry) {
+        removeUnit(entry.unit)
+        insertReady(entry)
+    }
+
+    /// Sets a unit aside until `due` (milliseconds on the caller's clock); one already queued is replaced.
     mutating func enqueue(_ entry: Entry, due: Int64) {
+        removeUnit(entry.unit)
         waiting.push((entry, due))
+        heapOperations += 1
+        place(entry.unit, in: Scheduler.waitingLane)
     }
 
     /// Moves units whose time has come back into the ready queue.
     mutating func promote(now: Int64) {
         while let next = waiting.first, next.due <= now {
             waiting.pop()
-            ready.push(next.entry)
+            heapOperations += 1
+            unplace(next.entry.unit)
+            insertReady(next.entry)
         }
     }
 
@@ -62,43 +137,198 @@ struct Scheduler {
     var nextDue: Int64? { waiting.first?.due }
 
     /// Removes and returns the first ready unit that `canStart` admits; units it refuses keep
-    /// their place and do not block the ones behind them.
+    /// their place and do not block the ones behind them. `canStart` must decide by the entry's
+    /// host and class alone (as `Admission` does): a refusal sets aside that host's lane of that class.
     mutating func nextRunnable(now: Int64, canStart: (Entry) -> Bool) -> Entry? {
+        nextRunnable(now: now) { canStart($0) ? nil : .host }
+    }
+
+    /// The first ready unit `admission` lets start: a full host or class is set aside whole.
+    mutating func nextRunnable(now: Int64, admission: Admission) -> Entry? {
+        nextRunnable(now: now) { admission.refusal(host: $0.host, className: $0.className) }
+    }
+
+    /// Removes and returns the first ready unit for which `refusal` is nil. A refusal names what
+    /// is full, and everything it holds back is passed over without being looked at.
+    mutating func nextRunnable(now: Int64, refusal: (Entry) -> Admission.Refusal?) -> Entry? {
         promote(now: now)
-        var refused: [Entry] = []
-        defer { for entry in refused { ready.push(entry) } }
-        while let candidate = ready.pop() {
-            if canStart(candidate) { return candidate }
-            refused.append(candidate)
+        var asideLanes: [Int32] = []
+        var asideClasses: [String] = []
+        defer { restore(lanes: asideLanes, classes: asideClasses) }
+        while let first = top.first {
+            let (className, head) = (first.className, first.head)
+            let entry = makeEntry(head.item, lane: head.lane)
+            probes += 1
+            switch refusal(entry) {
+            case nil:
+                lanes[Int(head.lane)].queue!.pop()
+                heapOperations += 1
+                unplace(head.item.unit)
+                readyCount -= 1
+                refreshHead(of: head.lane)
+                return entry
+            case .total:
+                return nil
+            case .jobClass:
+                top.pop()
+                heapOperations += 1
+                asideClasses.append(className)
+            case .host:
+                classes[className]!.pop()
+                heapOperations += 1
+                asideLanes.append(head.lane)
+                refreshTop(className)
+            }
         }
         return nil
     }
 
     /// Forgets every unit of a job (cancelled or moved away).
     mutating func remove(job: Int) {
-        remove { $0.unit.job == job }
+        removeUnit(Unit(job: job, download: Unit.wholeJob))
+        removeUnit(Unit(job: job, download: 0))
+        guard let later = laterDownloads[job] else { return }
+        for download in 1...later.highest { removeUnit(Unit(job: job, download: download)) }
     }
 
+    /// Forgets every unit `matches` picks (O(n)).
     mutating func remove(where matches: (Entry) -> Bool) {
-        ready.filter { !matches($0) }
-        waiting.filter { !matches($0.entry) }
+        for entry in allEntries().map(\.entry) where matches(entry) { removeUnit(entry.unit) }
     }
 
     /// Re-sorts every unit after a config reload: a new order, and each entry updated in place
     /// (its class and priority looked up afresh).
     mutating func rebuild(order newOrder: Config.Order, update: (inout Entry) -> Void) {
-        order = newOrder
-        let entries = ready.elements
-        ready = PriorityHeap(precedes: Scheduler.precedence(newOrder))
-        for var entry in entries {
+        let entries = allEntries()
+        let (operations, asked) = (heapOperations, probes)
+        self = Scheduler(order: newOrder)
+        (heapOperations, probes) = (operations, asked)
+        for queued in entries {
+            var entry = queued.entry
             update(&entry)
-            ready.push(entry)
+            if let due = queued.due { enqueue(entry, due: due) } else { enqueue(entry) }
         }
-        let sleeping = waiting.elements
-        waiting = PriorityHeap { $0.due < $1.due }
-        for var item in sleeping {
-            update(&item.entry)
-            waiting.push(item)
+    }
+
+    // MARK: - Lanes
+
+    /// Every queued unit, with its due time when it waits (lanes in id order, each in heap order).
+    private func allEntries() -> [(entry: Entry, due: Int64?)] {
+        var found: [(entry: Entry, due: Int64?)] = []
+        found.reserveCapacity(readyCount + waiting.count)
+        for (id, slot) in lanes.enumerated() {
+            for item in slot.queue?.elements ?? [] { found.append((makeEntry(item, lane: Int32(id)), nil)) }
+        }
+        for (entry, due) in waiting.elements { found.append((entry, due)) }
+        return found
+    }
+
+    private func makeEntry(_ item: Item, lane id: Int32) -> Entry {
+        let lane = lanes[Int(id)].lane
+        return Entry(unit: item.unit, priority: item.priority, arrival: item.arrival, host: lane.host,
+                     className: lane.className)
+    }
+
+    private mutating func insertReady(_ entry: Entry) {
+        let id = laneID(Lane(className: entry.className, host: entry.host))
+        lanes[Int(id)].queue!.push(Item(entry))
+        heapOperations += 1
+        place(entry.unit, in: id)
+        readyCount += 1
+        refreshHead(of: id)
+    }
+
+    private mutating func removeUnit(_ unit: Unit) {
+        guard let id = places[unit] else { return }
+        unplace(unit)
+        if id == Scheduler.waitingLane {
+            waiting.remove(unit)
+            heapOperations += 1
+            return
+        }
+        lanes[Int(id)].queue!.remove(unit)
+        heapOperations += 1
+        readyCount -= 1
+        refreshHead(of: id)
+    }
+
+    private mutating func laneID(_ lane: Lane) -> Int32 {
+        if let id = laneIDs[lane] { return id }
+        let queue = LaneQueue(key: { $0.unit }, precedes: Scheduler.precedence(order))
+        let id: Int32
+        if let free = freeLaneIDs.popLast() {
+            id = free
+            lanes[Int(id)] = (lane, queue)
+        } else {
+            id = Int32(lanes.count)
+            lanes.append((lane, queue))
+        }
+        laneIDs[lane] = id
+        return id
+    }
+
+    /// After a lane's first unit changed: its place in its class follows; an empty lane is released.
+    private mutating func refreshHead(of id: Int32) {
+        let lane = lanes[Int(id)].lane
+        if let first = lanes[Int(id)].queue!.first {
+            if classes[lane.className]?[id]?.item.unit != first.unit {
+                if classes[lane.className] == nil { classes[lane.className] = classQueue() }
+                classes[lane.className]!.push(Head(lane: id, item: first))
+                heapOperations += 1
+            }
+        } else {
+            if classes[lane.className]?.remove(id) != nil { heapOperations += 1 }
+            lanes[Int(id)].queue = nil
+            laneIDs[lane] = nil
+            freeLaneIDs.append(id)
+        }
+        refreshTop(lane.className)
+    }
+
+    /// After a class's first lane changed: its place among the classes follows.
+    private mutating func refreshTop(_ className: String) {
+        if let first = classes[className]?.first {
+            if let current = top[className], current.head.lane == first.lane, current.head.item.unit == first.item.unit {
+                return
+            }
+            top.push((className, first))
+            heapOperations += 1
+        } else {
+            classes[className] = nil
+            if top.remove(className) != nil { heapOperations += 1 }
+        }
+    }
+
+    /// Puts back what a decision set aside.
+    private mutating func restore(lanes aside: [Int32], classes asideClasses: [String]) {
+        for id in aside {
+            let lane = lanes[Int(id)].lane
+            if classes[lane.className] == nil { classes[lane.className] = classQueue() }
+            classes[lane.className]!.push(Head(lane: id, item: lanes[Int(id)].queue!.first!))
+            heapOperations += 1
+        }
+        for className in Set(aside.map { lanes[Int($0)].lane.className } + asideClasses) {
+            refreshTop(className)
+        }
+    }
+
+    private func classQueue() -> ClassQueue {
+        let precedes = Scheduler.precedence(order)
+        return ClassQueue(key: { $0.lane }, precedes: { precedes($0.item, $1.item) })
+    }
+
+    private mutating func place(_ unit: Unit, in id: Int32) {
+        places[unit] = id
+        if unit.download > 0 {
+            let later = laterDownloads[unit.job] ?? (0, 0)
+            laterDownloads[unit.job] = (later.count + 1, max(later.highest, unit.download))
+        }
+    }
+
+    private mutating func unplace(_ unit: Unit) {
+        places[unit] = nil
+        if unit.download > 0, let later = laterDownloads[unit.job] {
+            laterDownloads[unit.job] = later.count > 1 ? (later.count - 1, later.highest) : nil
         }
     }
 }

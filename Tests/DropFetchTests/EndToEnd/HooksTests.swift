@@ -62,5 +62,8 @@ struct MetricsFileTests {
         #expect(text.contains(#"dropfetch_jobs_total{agent="test-agent",state="failed"} 1"#))
         #expect(text.contains(#"dropfetch_downloaded_bytes_total{agent="test-agent"} 7000"#))
         #expect(text.contains("# TYPE dropfetch_transfers_active gauge"))
+        let stall = text.split(separator: "\n").first { $0.hasPrefix("dropfetch_loop_stall_seconds{") }
+        let seconds = stall.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        #expect(seconds.map { $0 > 0 && $0 < 5 } == true, "\(stall.map(String.init) ?? "no dropfetch_loop_stall_seconds")")
     }
 }

@@ -145,3 +145,283 @@ struct AdmissionTests {
         #expect(order == [2, 0, 1])
     }
 }
+
+@Suite("Scheduler cost")
+struct SchedulerCostTests {
+    private func entry(_ job: Int, download: Int = 0, priority: Int = 0, host: String, className: String = "default")
+        -> Scheduler.Entry {
+        Scheduler.Entry(unit: .init(job: job, download: download), priority: priority, arrival: job, host: host,
+                        className: className)
+    }
+
+    /// Runs `n` units of one host under total 4 / per_host 2 as the agent does: start what the limits
+    /// allow, then one running unit finishes, until all ran. Returns the scheduler's counters.
+    private func runOneHost(_ n: Int) -> (operations: Int, probes: Int, order: [Int]) {
+        var scheduler = Scheduler()
+        for job in 0..<n { scheduler.enqueue(entry(job, host: "one.example")) }
+        var admission = Admission(limits: .init(total: 4, perHost: 2))
+        var running: [Int] = []
+        var order: [Int] = []
+        while true {
+            while admission.hasRoom {
+                let gate = admission
+                guard let next = scheduler.nextRunnable(now: 0, canStart: {
+                    gate.admits(host: $0.host, className: $0.className)
+                }) else { break }
+                admission.started(host: next.host, className: next.className)
+                running.append(next.unit.job)
+                order.append(next.unit.job)
+            }
+            guard !running.isEmpty else { break }
+            running.removeFirst()
+            admission.finished(host: "one.example", className: "default")
+        }
+        #expect(scheduler.isEmpty)
+        return (scheduler.heapOperations, scheduler.probes, order)
+    }
+
+    @Test("8,000 units on one host blocked by per_host: work grows linearly, not with the queue behind the head")
+    func blockedHostIsLinear() {
+        let small = runOneHost(1_000)
+        let large = runOneHost(8_000)
+        #expect(large.order == Array(0..<8_000))
+        // Each start costs a push and a pop in the lane and the head's moves above it; each refusal
+        // one probe and the lane set aside and put back. Rescanning the queue per decision, as the
+        // pop-and-push-back scheduler did, costs about n²/2 = 32,000,000 operations here.
+        #expect(large.operations <= 12 * 8_000, "heap operations: \(large.operations)")
+        #expect(large.probes <= 3 * 8_000, "probes: \(large.probes)")
+        // Linear: eight times the units, about eight times the work.
+        #expect(Double(large.operations) / Double(small.operations) < 8.5)
+        #expect(Double(large.probes) / Double(small.probes) < 8.5)
+    }
+
+    @Test("a decision passes a blocked host's 8,000 queued units with one probe")
+    func blockedHeadCostsOneProbe() {
+        var scheduler = Scheduler()
+        for job in 0..<8_000 { scheduler.enqueue(entry(job, host: "busy.example")) }
+        scheduler.enqueue(entry(8_000, host: "free.example"))
+        let (operations, probes) = (scheduler.heapOperations, scheduler.probes)
+        let next = scheduler.nextRunnable(now: 0) { $0.host != "busy.example" }
+        #expect(next?.unit.job == 8_000)
+        #expect(scheduler.probes - probes == 2)
+        #expect(scheduler.heapOperations - operations <= 8)
+        #expect(scheduler.readyCount == 8_000)
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit.job == 0)
+    }
+
+    @Test("a class at max_active is set aside whole: its 1,000 hosts are not probed one by one")
+    func fullClassCostsOneProbe() {
+        var scheduler = Scheduler()
+        for job in 0..<1_000 { scheduler.enqueue(entry(job, priority: 10, host: "h\(job)", className: "iso")) }
+        scheduler.enqueue(entry(1_000, host: "other.example"))
+        var admission = Admission(limits: .init(total: 100, perHost: 2, perClass: ["iso": 1]))
+        #expect(scheduler.nextRunnable(now: 0, admission: admission)?.unit.job == 0)
+        admission.started(host: "h0", className: "iso")
+        let probes = scheduler.probes
+        #expect(scheduler.nextRunnable(now: 0, admission: admission)?.unit.job == 1_000)
+        #expect(scheduler.probes - probes == 2)
+        #expect(scheduler.nextRunnable(now: 0, admission: admission) == nil)
+        #expect(scheduler.probes - probes == 3)
+        admission.finished(host: "h0", className: "iso")
+        #expect(scheduler.nextRunnable(now: 0, admission: admission)?.unit.job == 1)
+    }
+
+    @Test("removing a job takes its ready and waiting units, and costs O(log n) a unit")
+    func removeJob() {
+        var scheduler = Scheduler()
+        for job in 0..<1_000 { scheduler.enqueue(entry(job, host: "h\(job % 7)")) }
+        scheduler.enqueue(entry(5_000, download: 0, host: "a"))
+        scheduler.enqueue(entry(5_000, download: 3, host: "b"))
+        scheduler.enqueue(entry(5_000, download: 7, host: "c"), due: 50)
+        let operations = scheduler.heapOperations
+        scheduler.remove(job: 5_000)
+        #expect(scheduler.heapOperations - operations <= 12)
+        #expect(scheduler.readyCount == 1_000 && scheduler.waitingCount == 0)
+        scheduler.remove(job: 3)
+        scheduler.remove { $0.unit.job % 2 == 0 }
+        var order: [Int] = []
+        while let next = scheduler.nextRunnable(now: 100, canStart: { _ in true }) { order.append(next.unit.job) }
+        #expect(order == (0..<1_000).filter { $0 % 2 == 1 && $0 != 3 })
+    }
+
+    @Test("a claimed job's downloads go before inbox jobs that arrived at the same time")
+    func claimedBeforeUnclaimedOfSameArrival() {
+        var scheduler = Scheduler()
+        for job in 0..<100 {
+            scheduler.enqueue(.init(unit: .init(job: job, download: Scheduler.Unit.wholeJob), priority: 0, arrival: 7,
+                                    host: "a"))
+        }
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 0, download: Scheduler.Unit.wholeJob))
+        // Claimed: its downloads queue under a new id, with the arrival of its file.
+        scheduler.enqueue(.init(unit: .init(job: 500, download: 1), priority: 0, arrival: 7, host: "a"))
+        scheduler.enqueue(.init(unit: .init(job: 500, download: 0), priority: 0, arrival: 7, host: "b"))
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 500, download: 0))
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 500, download: 1))
+        #expect(scheduler.nextRunnable(now: 0) { _ in true }?.unit == .init(job: 1, download: Scheduler.Unit.wholeJob))
+    }
+
+    @Test("queueing a unit again replaces it")
+    func enqueueReplaces() {
+        var scheduler = Scheduler()
+        scheduler.enqueue(entry(1, host: "a"))
+        scheduler.enqueue(entry(2, host: "a"))
+        scheduler.enqueue(entry(1, priority: 5, host: "b"))
+        #expect(scheduler.readyCount == 2)
+        scheduler.enqueue(entry(2, host: "a"), due: 10)
+        #expect(scheduler.readyCount == 1 && scheduler.waitingCount == 1)
+        #expect(scheduler.nextRunnable(now: 10) { _ in true } == entry(1, priority: 5, host: "b"))
+        #expect(scheduler.nextRunnable(now: 10) { _ in true }?.unit.job == 2)
+        #expect(scheduler.isEmpty)
+    }
+
+    /// The scheduler against a plain list searched in full at every decision, over random queueing,
+    /// retries, removals, reloads and starts under random limits.
+    @Test("decisions equal those of a full scan of the queue", arguments: [1, 2, 3, 4, 5, 6, 7, 8])
+    func matchesFullScan(seed: UInt64) {
+        var random = SplitMix(seed: seed)
+        for order in [Config.Order.fifo, .lifo] {
+            var scheduler = Scheduler(order: order)
+            var model = FullScan(order: order)
+            var admission = Admission(limits: .init(total: 5, perHost: 2, perClass: ["iso": 1, "big": 2]))
+            var running: [Scheduler.Entry] = []
+            var nextJob = 0
+            for step in 0..<3_000 {
+                let now = Int64(step)
+                switch random.next() % 10 {
+                case 0, 1:
+                    let downloads = 1 + Int(random.next() % 3)
+                    let whole = random.next() % 4 == 0
+                    for download in (whole ? [-1] : Array(0..<downloads)) {
+                        let e = Scheduler.Entry(
+                            unit: .init(job: nextJob, download: download), priority: Int(random.next() % 3) * 5,
+                            arrival: Int(random.next() % 50), host: "h\(random.next() % 6)",
+                            className: ["default", "iso", "big"][Int(random.next() % 3)])
+                        if random.next() % 5 == 0 {
+                            let due = now + Int64(random.next() % 40)
+                            scheduler.enqueue(e, due: due)
+                            model.enqueue(e, due: due)
+                        } else {
+                            scheduler.enqueue(e)
+                            model.enqueue(e, due: nil)
+                        }
+                    }
+                    nextJob += 1
+                case 2, 3, 4, 5:
+                    let gate = admission
+                    let got = scheduler.nextRunnable(now: now, admission: gate)
+                    let expected = model.next(now: now) { gate.refusal(host: $0.host, className: $0.className) == nil }
+                    #expect(got == expected, "seed \(seed) step \(step)")
+                    if let got {
+                        admission.started(host: got.host, className: got.className)
+                        running.append(got)
+                    }
+                case 6, 7:
+                    if !running.isEmpty {
+                        let done = running.remove(at: Int(random.next() % UInt64(running.count)))
+                        admission.finished(host: done.host, className: done.className)
+                    }
+                case 8:
+                    if nextJob > 0 {
+                        let job = Int(random.next() % UInt64(nextJob))
+                        scheduler.remove(job: job)
+                        model.entries.removeAll { $0.entry.unit.job == job }
+                    }
+                default:
+                    if random.next() % 10 == 0 {
+                        let bump = Int(random.next() % 7)
+                        scheduler.rebuild(order: order) { $0.priority = $0.unit.job % 7 == bump ? 20 : $0.priority }
+                        for i in model.entries.indices where model.entries[i].entry.unit.job % 7 == bump {
+                            model.entries[i].entry.priority = 20
+                        }
+                    } else {
+                        scheduler.promote(now: now)
+                    }
+                }
+                #expect(scheduler.readyCount + scheduler.waitingCount == model.entries.count)
+            }
+        }
+    }
+}
+
+/// The reference: every decision looks at every queued unit.
+private struct FullScan {
+    let order: Config.Order
+    var entries: [(entry: Scheduler.Entry, due: Int64?)] = []
+
+    mutating func enqueue(_ entry: Scheduler.Entry, due: Int64?) {
+        entries.removeAll { $0.entry.unit == entry.unit }
+        entries.append((entry, due))
+    }
+
+    func precedes(_ a: Scheduler.Entry, _ b: Scheduler.Entry) -> Bool {
+        if a.priority != b.priority { return a.priority > b.priority }
+        if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
+        if (a.unit.download == -1) != (b.unit.download == -1) { return b.unit.download == -1 }
+        if a.unit.download != b.unit.download { return a.unit.download < b.unit.download }
+        return order == .fifo ? a.unit.job < b.unit.job : a.unit.job > b.unit.job
+    }
+
+    mutating func next(now: Int64, admits: (Scheduler.Entry) -> Bool) -> Scheduler.Entry? {
+        var best: Int?
+        for (i, queued) in entries.enumerated() where (queued.due ?? .min) <= now && admits(queued.entry) {
+            if best.map({ precedes(queued.entry, entries[$0].entry) }) ?? true { best = i }
+        }
+        return best.map { entries.remove(at: $0).entry }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("PriorityHeap")
+struct PriorityHeapTests {
+    @Test("pops in order after pushes, removals and replacements by key")
+    func orderKept() {
+        var random = SplitMix(seed: 42)
+        var heap = PriorityHeap<Int, (id: Int, value: Int)>(key: { $0.id }, precedes: { $0.value < $1.value })
+        var model: [Int: Int] = [:]
+        for _ in 0..<5_000 {
+            let id = Int(random.next() % 700)
+            switch random.next() % 3 {
+            case 0, 1:
+                let value = Int(random.next() % 10_000)
+                heap.push((id, value))
+                model[id] = value
+            default:
+                #expect(heap.remove(id)?.value == model.removeValue(forKey: id))
+            }
+            #expect(heap.count == model.count)
+        }
+        var popped: [Int] = []
+        while let next = heap.pop() {
+            #expect(model.removeValue(forKey: next.id) == next.value)
+            popped.append(next.value)
+        }
+        #expect(popped == popped.sorted())
+        #expect(model.isEmpty)
+    }
+
+    @Test("removing by key costs O(log n) comparisons")
+    func removalIsLogarithmic() {
+        var heap = PriorityHeap<Int, Int>(key: { $0 }, precedes: { $0 < $1 })
+        let n = 1 << 16
+        for value in (0..<n).reversed() { heap.push(value) }
+        for value in stride(from: 1, to: n, by: 997) {
+            let before = heap.comparisons
+            #expect(heap.remove(value) == value)
+            // Sifting down compares twice a level, sifting up once: 2 log2(n) + 1 at most.
+            #expect(heap.comparisons - before <= 2 * 16 + 1)
+        }
+        #expect(heap.contains(0) && !heap.contains(1) && heap.first == 0)
+    }
+}
