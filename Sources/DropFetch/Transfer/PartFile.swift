@@ -101,12 +101,21 @@ final class PartFile {
     private static func reserveExisting(_ name: String, in folder: DirectoryHandle, for owner: PartOwner, durable: Bool,
                                         adoptUnrecorded: Bool, finalName: String) throws(SystemError) -> Reservation? {
         guard let info = try folder.status(name) else { return nil }
-        if (info.st_mode & S_IFMT) != S_IFREG || info.st_nlink != 1 {
+        if (info.st_mode & S_IFMT) != S_IFREG {
             try folder.removeIfPresent(name)
             return nil
         }
-        let record = readRecord(ResumeRecord.name(forPart: name), in: folder)
+        // The record first: a part has a second link for a moment while its owner publishes it
+        // (link(2) + unlink(2) where RENAME_NOREPLACE is missing), and removing it then made the
+        // owner's publish fail.
+        let recordName = ResumeRecord.name(forPart: name)
+        let record = readRecord(recordName, in: folder)
         if let record, !record.isOwned(by: owner) { return .taken(by: record.owner) }
+        if info.st_nlink != 1 {
+            // Planted, or a publish that a crash interrupted: removed, never written through.
+            try removeUnowned(name, inode: UInt64(info.st_ino), recordKnown: record != nil, in: folder)
+            return nil
+        }
         let file: FileDescriptor
         do {
             file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
@@ -124,7 +133,7 @@ final class PartFile {
         if record == nil, !adoptUnrecorded {
             // No owner and no writer (the creator takes the lock before the record exists):
             // planted or left by a crash, so it is replaced, never written through.
-            try folder.removeIfPresent(name)
+            try removeUnowned(name, inode: UInt64(opened.st_ino), recordKnown: false, in: folder)
             return nil
         }
         let inode = UInt64(opened.st_ino)
@@ -138,6 +147,23 @@ final class PartFile {
         try? folder.removeIfPresent(part.recordTempName)
         if record == nil || kept != record { try part.writeRecord() }
         return .ours(part)
+    }
+
+    /// Removes `name`, a part no job owns, if the folder's listing shows it holds file `inode` and,
+    /// unless a record was read (`recordKnown`), has no record beside it; returns whether it did.
+    ///
+    /// Lookups alone are not enough where the spool is shared through a network file system: a
+    /// GlusterFS mount shows for up to a second the file a name held before another mount
+    /// replaced it, and a record just replaced may not open. Unlinking by name then removed the
+    /// part another agent had just created under it (seen in a 200-job same-name burst).
+    @discardableResult
+    private static func removeUnowned(_ name: String, inode: UInt64, recordKnown: Bool,
+                                      in folder: DirectoryHandle) throws(SystemError) -> Bool {
+        let recordName = ResumeRecord.name(forPart: name)
+        let listed = try folder.listedInodes([name, recordName])
+        guard listed[name] == inode, recordKnown || listed[recordName] == nil else { return false }
+        try folder.removeIfPresent(name)
+        return true
     }
 
     /// Removes the resume records a filed job left beside its published files (a crash between
