@@ -8,6 +8,9 @@
 #   make uninstall remove what install put there (a config that was edited stays)
 #   make test-install  install into a scratch DESTDIR and check it: files, man pages, ldd, units
 #                  (systemd-analyze verify and security), the service tests against the installed binary
+#   make test-distributed  the multi-agent end-to-end tests on a real GlusterFS volume mounted twice
+#                  (installs glusterfs-server and glusterfs-client if missing; needs root and /dev/fuse;
+#                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
 #   make bench     release build, then bench/run.sh (installs nginx, aria2 and curl if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
@@ -78,8 +81,8 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps install-deps build release man completions install uninstall test-install run test \
-	bench fuzz clean
+.PHONY: deps bench-deps install-deps distributed-deps build release man completions install uninstall test-install \
+	run test test-distributed bench fuzz clean
 
 deps:
 	@if ! command -v dpkg >/dev/null 2>&1; then \
@@ -184,6 +187,20 @@ test: deps
 	$(SWIFT) test --skip-build --disable-xctest --enable-swift-testing 2>&1 | tee $(TEST_LOG)
 	@grep -Eq 'Test run with [0-9]+ tests? .*(passed|failed)' $(TEST_LOG) || \
 	  { echo "make test: no Swift Testing summary line in the output" >&2; exit 1; }
+
+# GlusterFS server and FUSE client for test-distributed.
+distributed-deps: deps
+	@PATH="$$PATH:/usr/sbin:/sbin"; \
+	missing=""; \
+	command -v glusterd >/dev/null 2>&1 || missing="$$missing glusterfs-server"; \
+	command -v mount.glusterfs >/dev/null 2>&1 || missing="$$missing glusterfs-client"; \
+	$(install_missing)
+
+# The Distributed suite on one GlusterFS volume mounted twice (two mounts stand in for two hosts);
+# `Tests/Distributed/gluster.sh preflight` says whether glusterd can run here.
+test-distributed: distributed-deps
+	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) Tests/Distributed/gluster.sh run
 
 bench: bench-deps
 	$(SWIFT) build $(RELEASE_FLAGS)

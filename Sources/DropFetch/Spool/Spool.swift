@@ -109,11 +109,15 @@ final class Spool {
 
     /// Moves a job from the inbox into this agent's work folder (rename(2), never replacing).
     /// Returns the name in work/, or nil when another agent took it first (ENOENT).
+    ///
+    /// Only this agent creates names in its work folder, so where RENAME_NOREPLACE is missing the
+    /// claim is a rename(2) that only the source's arbitration matters for
+    /// (`FileSystem.moveIntoPrivateFolder`), never link(2) + unlink(2).
     func claim(_ entry: InboxEntry) throws(SystemError) -> String? {
         let source = inbox + "/" + entry.relativePath
         for candidate in Spool.candidateNames(entry.name) {
             do {
-                try FileSystem.renameNoReplace(source, to: work + "/" + candidate)
+                try FileSystem.moveIntoPrivateFolder(source, to: work + "/" + candidate)
                 return candidate
             } catch where error.code == ENOENT {
                 return nil
@@ -372,7 +376,10 @@ final class Spool {
                 }
                 for candidate in Spool.candidateNames(name) {
                     do {
-                        try FileSystem.renameNoReplace(folder + "/" + name, to: work + "/" + candidate)
+                        // A move into this agent's own folder, as a claim is: never a second link
+                        // that a crash would leave in the dead agent's folder, which no recovery
+                        // looks for (`completeInterruptedMove` knows inbox, done and failed twins).
+                        try FileSystem.moveIntoPrivateFolder(folder + "/" + name, to: work + "/" + candidate)
                         let state = folder + "/" + Spool.stateName(forJob: name)
                         try? FileSystem.rename(state, to: work + "/" + Spool.stateName(forJob: candidate))
                         adopted.append(candidate)

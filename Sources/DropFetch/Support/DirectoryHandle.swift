@@ -101,6 +101,31 @@ final class DirectoryHandle {
 
     func exists(_ name: String) -> Bool { ((try? status(name)) ?? nil) != nil }
 
+    /// The inode number the folder's own listing (readdir(3)) shows under each of `names`; a name
+    /// that is not listed is absent from the result.
+    ///
+    /// A network file system's client answers lookups from its cache: on GlusterFS a mount keeps
+    /// showing a name that another mount removed or replaced, with the old file, for up to a
+    /// second (stat(2) and open(2) alike), while a listing is read from the server. Code that
+    /// removes a name it did not create checks the listing first.
+    func listedInodes(_ names: Set<String>) throws(SystemError) -> [String: UInt64] {
+        let copy = try retryingEINTR("open", path) { dfl_openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) }
+        guard let listing = fdopendir(copy) else {
+            let error = SystemError.current("fdopendir", path)
+            Glibc.close(copy)
+            throw error
+        }
+        defer { closedir(listing) }
+        var found: [String: UInt64] = [:]
+        while found.count < names.count, let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if names.contains(name) { found[name] = UInt64(entry.pointee.d_ino) }
+        }
+        return found
+    }
+
     /// unlinkat(2); a missing file is not an error.
     func removeIfPresent(_ name: String) throws(SystemError) {
         _ = try retryingEINTR("unlink", path + "/" + name, tolerating: ENOENT) { unlinkat(descriptor, name, 0) }

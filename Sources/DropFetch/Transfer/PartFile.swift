@@ -47,58 +47,123 @@ final class PartFile {
     /// written, or reopened when its record names this owner. `adoptUnrecorded` takes a part that
     /// has no readable record (a power loss before it reached the disk) when the owner's own state
     /// names this file. Anything planted under the name that is not a plain file is unlinked.
+    ///
+    /// Where the spool is shared through a network file system, another agent's part can come and
+    /// go under the name while it is looked at (and a GlusterFS mount shows a name another mount
+    /// removed or replaced for up to a second): a name that still changes after four looks is
+    /// reported `taken`, so that the caller moves on as `on_conflict` says (as it does when
+    /// something keeps planting files under the name), rather than failing the job.
     static func reserve(_ finalName: String, in folder: DirectoryHandle, for owner: PartOwner, mode: UInt32,
                         durable: Bool, adoptUnrecorded: Bool = false) throws(SystemError) -> Reservation {
         let name = partName(for: finalName)
         for _ in 0..<4 {
+            let file: FileDescriptor
             do {
-                let file = try folder.open(name, flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
-                _ = try retryingEINTR("fchmod", file.path) { fchmod(file.rawValue, mode_t(mode)) }
-                _ = try file.tryLockExclusive()
-                let inode = UInt64(try file.status().st_ino)
-                let part = PartFile(folder: folder, finalName: finalName, name: name, file: file,
-                                    record: ResumeRecord(owner: owner.job, claim: owner.claim, part: inode),
-                                    size: 0, durable: durable)
-                try part.writeRecord()
-                return .ours(part)
+                file = try folder.open(name, flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
             } catch where error.code == EEXIST {
-                guard let info = try folder.status(name) else { continue }
-                if (info.st_mode & S_IFMT) != S_IFREG || info.st_nlink != 1 {
-                    try folder.removeIfPresent(name)
-                    continue
+                switch try reserveExisting(name, in: folder, for: owner, durable: durable, adoptUnrecorded: adoptUnrecorded,
+                                           finalName: finalName) {
+                case .some(let reservation): return reservation
+                case .none: continue
                 }
-                let record = readRecord(ResumeRecord.name(forPart: name), in: folder)
-                if let record, !record.isOwned(by: owner) { return .taken(by: record.owner) }
-                let file: FileDescriptor
-                do {
-                    file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
-                } catch where error.code == ELOOP || error.code == ENOENT {
-                    continue
-                }
-                let opened = try file.status()
-                guard (opened.st_mode & S_IFMT) == S_IFREG, opened.st_nlink == 1 else { continue }
-                guard try file.tryLockExclusive() else { return .taken(by: "another process") }
-                if record == nil, !adoptUnrecorded {
-                    // No owner and no writer (the creator takes the lock before the record exists):
-                    // planted or left by a crash, so it is replaced, never written through.
-                    try folder.removeIfPresent(name)
-                    continue
-                }
-                let inode = UInt64(opened.st_ino)
-                var kept = record ?? ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
-                if kept.part != inode {
-                    // The record describes an earlier file of this name: nothing in it can be trusted.
-                    kept = ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
-                }
-                let part = PartFile(folder: folder, finalName: finalName, name: name, file: file, record: kept,
-                                    size: Int64(opened.st_size), durable: durable)
-                try? folder.removeIfPresent(part.recordTempName)
-                if record == nil || kept != record { try part.writeRecord() }
-                return .ours(part)
             }
+            let created: stat
+            do {
+                _ = try retryingEINTR("fchmod", file.path) { fchmod(file.rawValue, mode_t(mode)) }
+                created = try file.status()
+                // Another agent that found the name before this lock (no record, no lock yet) took
+                // it for a crash's leftover and removed it, maybe to create its own: the part is
+                // ours only if it is still under the name once locked. Without this check both
+                // wrote one record and one published the other's bytes (seen on GlusterFS).
+                guard try file.tryLockExclusive(), let current = try folder.status(name),
+                      current.st_ino == created.st_ino, current.st_dev == created.st_dev else { continue }
+            } catch where isGone(error) {
+                continue
+            }
+            let part = PartFile(folder: folder, finalName: finalName, name: name, file: file,
+                                record: ResumeRecord(owner: owner.job, claim: owner.claim, part: UInt64(created.st_ino)),
+                                size: 0, durable: durable)
+            try part.writeRecord()
+            return .ours(part)
         }
-        throw SystemError(code: EEXIST, operation: "open (something keeps replacing the part file)",
-                          path: folder.path + "/" + name)
+        return .taken(by: "another process (the name kept changing while it was looked at)")
+    }
+
+    /// A GlusterFS client reports ESTALE or ENOENT on flock(2), fstat(2) or fchmod(2) of a file
+    /// that another client unlinked after it was opened.
+    private static func isGone(_ error: SystemError) -> Bool {
+        error.code == ESTALE || error.code == ENOENT
+    }
+
+    /// `reserve` when the name is taken: the part is another job's (`taken`), this owner's
+    /// (reopened), or nobody's (removed, and nil is returned to look again; nil also when the
+    /// name changed while it was looked at).
+    private static func reserveExisting(_ name: String, in folder: DirectoryHandle, for owner: PartOwner, durable: Bool,
+                                        adoptUnrecorded: Bool, finalName: String) throws(SystemError) -> Reservation? {
+        guard let info = try folder.status(name) else { return nil }
+        if (info.st_mode & S_IFMT) != S_IFREG {
+            try folder.removeIfPresent(name)
+            return nil
+        }
+        // The record first: a part has a second link for a moment while its owner publishes it
+        // (link(2) + unlink(2) where RENAME_NOREPLACE is missing), and removing it then made the
+        // owner's publish fail.
+        let recordName = ResumeRecord.name(forPart: name)
+        let record = readRecord(recordName, in: folder)
+        if let record, !record.isOwned(by: owner) { return .taken(by: record.owner) }
+        if info.st_nlink != 1 {
+            // Planted, or a publish that a crash interrupted: removed, never written through.
+            try removeUnowned(name, inode: UInt64(info.st_ino), recordKnown: record != nil, in: folder)
+            return nil
+        }
+        let file: FileDescriptor
+        do {
+            file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
+        } catch where error.code == ELOOP || error.code == ENOENT {
+            return nil
+        }
+        let opened: stat
+        do {
+            opened = try file.status()
+            guard (opened.st_mode & S_IFMT) == S_IFREG, opened.st_nlink == 1 else { return nil }
+            guard try file.tryLockExclusive() else { return .taken(by: "another process") }
+        } catch where isGone(error) {
+            return nil
+        }
+        if record == nil, !adoptUnrecorded {
+            // No owner and no writer (the creator takes the lock before the record exists):
+            // planted or left by a crash, so it is replaced, never written through.
+            try removeUnowned(name, inode: UInt64(opened.st_ino), recordKnown: false, in: folder)
+            return nil
+        }
+        let inode = UInt64(opened.st_ino)
+        var kept = record ?? ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
+        if kept.part != inode {
+            // The record describes an earlier file of this name: nothing in it can be trusted.
+            kept = ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
+        }
+        let part = PartFile(folder: folder, finalName: finalName, name: name, file: file, record: kept,
+                            size: Int64(opened.st_size), durable: durable)
+        try? folder.removeIfPresent(part.recordTempName)
+        if record == nil || kept != record { try part.writeRecord() }
+        return .ours(part)
+    }
+
+    /// Removes `name`, a part no job owns, if the folder's listing shows it holds file `inode` and,
+    /// unless a record was read (`recordKnown`), has no record beside it; returns whether it did.
+    ///
+    /// Lookups alone are not enough where the spool is shared through a network file system: a
+    /// GlusterFS mount shows for up to a second the file a name held before another mount
+    /// replaced it, and a record just replaced may not open. Unlinking by name then removed the
+    /// part another agent had just created under it (seen in a 200-job same-name burst).
+    @discardableResult
+    private static func removeUnowned(_ name: String, inode: UInt64, recordKnown: Bool,
+                                      in folder: DirectoryHandle) throws(SystemError) -> Bool {
+        let recordName = ResumeRecord.name(forPart: name)
+        let listed = try folder.listedInodes([name, recordName])
+        guard listed[name] == inode, recordKnown || listed[recordName] == nil else { return false }
+        try folder.removeIfPresent(name)
+        return true
     }
 
     /// Removes the resume records a filed job left beside its published files (a crash between

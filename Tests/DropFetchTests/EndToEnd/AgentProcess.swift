@@ -131,17 +131,18 @@ extension SpoolFixture {
     var workingDirectory: String { root.path + "/cwd" }
 
     /// Writes a config for an agent on this spool and destination (as `writeConfig` does, with
-    /// its own agent id and retry policy), in its own file; returns the path.
+    /// its own agent id and retry policy), in its own file; returns the path. `view` is the mount
+    /// through which the agent reaches them (`SpoolFixture(on:)`).
     func writeAgentConfig(agentID: String, retry: String = "{ attempts: 3, initial_delay: 100ms, max_delay: 1s }",
-                          _ extra: String = "") throws -> String {
+                          view: Int = 0, scanInterval: String = "30s", _ extra: String = "") throws -> String {
         let path = root.path + "/config-\(agentID).yaml"
         let text = """
-            spool: \(spool)
-            destination: \(destination)
+            spool: \(spool(view: view))
+            destination: \(destination(view: view))
             agent_id: \(agentID)
             log_level: debug
             retry: \(retry)
-            scan_interval: 30s
+            scan_interval: \(scanInterval)
 
             """ + extra
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -137,7 +137,9 @@ struct SpoolAudit {
             if download.state != .done { problems.append("\(place): download state \(download.state)") }
             if download.sha256 != job.sha256 { problems.append("\(place): status sha256 \(download.sha256 ?? "nil") is not the server's") }
             if download.bytes != Int64(job.body.count) { problems.append("\(place): status bytes \(download.bytes) of \(job.body.count)") }
-            if download.file != destination + "/" + job.file { problems.append("\(place): file \(download.file ?? "nil")") }
+            if download.file.map(fixture.canonical) != destination + "/" + job.file {
+                problems.append("\(place): file \(download.file ?? "nil")")
+            }
             guard let data = FileManager.default.contents(atPath: destination + "/" + job.file) else {
                 problems.append("\(job.file) of \(job.name) is missing")
                 continue
@@ -190,6 +192,12 @@ struct SpoolAudit {
             let allowed = name == "spool" || name == "downloads" || name == "cwd"
                 || (name.hasPrefix("config") && name.hasSuffix(".yaml")) || name.hasSuffix(".log")
             if !allowed { problems.append("written outside the spool and destination: \(root)/\(name)") }
+        }
+        if fixture.views[0] != root {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: fixture.views[0])) ?? []
+            where name != "spool" && name != "downloads" {
+                problems.append("written outside the spool and destination: \(fixture.views[0])/\(name)")
+            }
         }
         let stray = (try? FileManager.default.contentsOfDirectory(atPath: fixture.workingDirectory)) ?? []
         if !stray.isEmpty { problems.append("written into the agent's working folder: \(stray)") }

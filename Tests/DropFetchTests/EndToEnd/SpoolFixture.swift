@@ -2,19 +2,30 @@ import DropFetch
 import Foundation
 
 /// A throw-away spool with a config file, and the real `dropfetch` binary run against it.
+///
+/// The configs, logs and the agents' working folder are always in a local temp folder (`root`).
+/// The spool and destination are there too, unless the fixture is made `on` mount points: then
+/// they are in a fresh folder of the same name under each mount point, which must all be mounts of
+/// one shared volume (the Distributed suite: two FUSE mounts of one GlusterFS volume stand in for
+/// two hosts). The fixture itself reads and writes through the first; `view: n` names the n-th.
 final class SpoolFixture: @unchecked Sendable {
     let root: URL
-    var spool: String { root.path + "/spool" }
-    var destination: String { root.path + "/downloads" }
+    /// The folder holding `spool/` and `downloads/` as each mount sees it (one entry when local).
+    let views: [String]
+    var spool: String { spool(view: 0) }
+    var destination: String { destination(view: 0) }
     var configPath: String { root.path + "/config.yaml" }
     private var daemon: Process?
     let logPath: String
 
     /// `extraConfig` is appended to a config naming this fixture's spool and destination.
-    init(extraConfig: String = "") throws {
-        root = FileManager.default.temporaryDirectory
-            .appendingPathComponent("dropfetch-test-\(UUID().uuidString)")
+    /// `mounts` places the spool and destination on a shared volume (see the type's comment).
+    init(extraConfig: String = "", on mounts: [String] = []) throws {
+        let unique = "dropfetch-test-\(UUID().uuidString)"
+        root = FileManager.default.temporaryDirectory.appendingPathComponent(unique)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        views = mounts.isEmpty ? [root.path] : mounts.map { $0 + "/" + unique }
+        if !mounts.isEmpty { try FileManager.default.createDirectory(atPath: views[0], withIntermediateDirectories: false) }
         logPath = root.path + "/agent.log"
         try writeConfig(extraConfig)
         for folder in ["inbox", "done", "failed"] {
@@ -25,6 +36,22 @@ final class SpoolFixture: @unchecked Sendable {
     deinit {
         if let daemon, daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: root)
+        if views[0] != root.path { try? FileManager.default.removeItem(atPath: views[0]) }
+    }
+
+    /// The spool as mount `view` sees it.
+    func spool(view: Int) -> String { views[view] + "/spool" }
+
+    /// The destination as mount `view` sees it.
+    func destination(view: Int) -> String { views[view] + "/downloads" }
+
+    /// `path` as the fixture's own view (the first) names it: an agent on another mount writes
+    /// its own view's paths into status files.
+    func canonical(_ path: String) -> String {
+        for view in views.dropFirst() where path == view || path.hasPrefix(view + "/") {
+            return views[0] + path.dropFirst(view.count)
+        }
+        return path
     }
 
     func writeConfig(_ extra: String) throws {

@@ -1,0 +1,235 @@
+import DropFetch
+import Foundation
+import Glibc
+import Testing
+
+/// The two mounts of one shared volume the Distributed suite runs on, from the environment:
+/// `DROPFETCH_TEST_SPOOL_A` and `DROPFETCH_TEST_SPOOL_B` (folders on two mounts of one
+/// volume; `make test-distributed` mounts a GlusterFS volume twice and sets them). Nil when unset.
+enum DistributedVolume {
+    static var mounts: [String]? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let a = environment["DROPFETCH_TEST_SPOOL_A"], !a.isEmpty,
+              let b = environment["DROPFETCH_TEST_SPOOL_B"], !b.isEmpty else { return nil }
+        return [a, b]
+    }
+}
+
+/// DESIGN.md §1 on a real distributed file system (issue 9): agent a reaches the spool and the
+/// destination through one client mount, agent b through another, as two hosts would. On
+/// GlusterFS flock(2) works across mounts, renameat2(RENAME_NOREPLACE) is EINVAL (so the spool
+/// falls back to link(2) and rename(2), see `FileSystem.moveNoReplace` and `Spool.claim`),
+/// inotify does not see what the other mount does (the agents find each other's changes by their
+/// rescans, `scan_interval: 1s`), and a replaced file can read stale through the other mount for
+/// up to a second.
+@Suite("Agents on two mounts of one distributed volume (GlusterFS), end to end", .serialized,
+       .enabled(if: DistributedVolume.mounts != nil, "needs DROPFETCH_TEST_SPOOL_A and _B: run `make test-distributed`"))
+struct DistributedTests {
+    static var mounts: [String] { DistributedVolume.mounts ?? [] }
+
+    @Test("200 jobs of one name (same.url, out=same.bin) dropped at once, agents a and b each on its own mount: each done once, its own bytes, no record lost or overwritten",
+          .bug(id: "shared-spool-records", "check-then-rename on GlusterFS lost job files and status files"))
+    func sameNameBurst() throws {
+        let began = ContinuousClock.now
+        let server = try TestHTTPServer()
+        let count = 200
+        var bodies: [String: [UInt8]] = [:]
+        for index in 0..<count {
+            let body = TestHTTPServer.randomBytes(1_000 + (index * 611) % 9_000, seed: 9_900 + UInt64(index))
+            let path = String(format: "/s/%03d.bin", index)
+            server.serve(path, body: body, faults: [.delay(.milliseconds(20))])
+            bodies[path] = body
+        }
+        let fixture = try SpoolFixture(on: Self.mounts)
+        // One name for every job file and every output: each job is inbox/bNNN/same.url (a routing
+        // folder of its own, the default class), so records collide in done/ as outputs do in the
+        // destination, and the two agents race for both.
+        for index in 0..<count {
+            try fixture.dropSettled("same.url", server.url(String(format: "/s/%03d.bin", index)) + "\n  out=same.bin\n",
+                                    folder: String(format: "b%03d", index))
+        }
+        let limits = "concurrency: { total: 8, per_host: 8 }\n"
+        let configA = try fixture.writeAgentConfig(agentID: "a", view: 0, scanInterval: "1s", limits)
+        let configB = try fixture.writeAgentConfig(agentID: "b", view: 1, scanInterval: "1s", limits)
+        let logA = fixture.root.path + "/agent-a.log"
+        let logB = fixture.root.path + "/agent-b.log"
+        let agentA = try AgentProcess(["run", "--once"], config: configA, log: logA, in: fixture, heldAtStart: true)
+        let agentB = try AgentProcess(["run", "--once"], config: configB, log: logB, in: fixture, heldAtStart: true)
+        try agentA.start()
+        try agentB.start()
+        try agentA.release()
+        try agentB.release()
+        #expect(try agentA.wait(timeout: .seconds(180)) == .exited(0), "\(MultiAgentTests.text(logA))")
+        #expect(try agentB.wait(timeout: .seconds(180)) == .exited(0), "\(MultiAgentTests.text(logB))")
+
+        let problems = Self.burstProblems(fixture, bodies: bodies, jobName: "same.url", file: "same.bin")
+        #expect(problems.isEmpty, "\(problems.prefix(20))\n\(MultiAgentTests.text(logA, lines: 20))\n\(MultiAgentTests.text(logB, lines: 20))")
+        var byAgent: [String: Int] = [:]
+        for record in fixture.jobs(in: "done") {
+            byAgent[fixture.statusObject("done", record)?["agent"] as? String ?? "?", default: 0] += 1
+        }
+        var fetches: [String: Int] = [:]
+        for request in server.completedRequests() where request.status == 200 && request.bodyBytesSent == bodies[request.path]?.count {
+            fetches[request.path, default: 0] += 1
+        }
+        #expect(fetches.count == count && fetches.values.allSatisfy { $0 == 1 },
+                "fetched whole more than once: \(fetches.filter { $0.value > 1 }.keys.sorted())")
+        print("distributed same-name burst: \(byAgent.sorted { $0.key < $1.key }) in \(CrashMatrixTests.seconds(ContinuousClock.now - began)) s")
+        #expect(Set(byAgent.keys) == ["a", "b"], "both agents should have done some of the jobs: \(byAgent)")
+    }
+
+    /// The end state of a burst of jobs that all file as `jobName` and all write `file`: one
+    /// record per job (`x.url`, `x.N.url`) in done/, each with its status, naming its own URL,
+    /// whose file holds that URL's bytes and the status's sha256; every file of one job only;
+    /// nothing else in the destination, in failed/, left in the inbox or in a work folder.
+    static func burstProblems(_ fixture: SpoolFixture, bodies: [String: [UInt8]], jobName: String, file: String) -> [String] {
+        var problems: [String] = []
+        let records = fixture.jobs(in: "done")
+        if records.count != bodies.count { problems.append("\(records.count) records in done/ for \(bodies.count) jobs") }
+        var seenPaths: [String: String] = [:]
+        var files: [String: String] = [:]
+        for record in records {
+            guard let status = fixture.statusObject("done", record) else {
+                problems.append("done/\(record) has no readable status file")
+                continue
+            }
+            if status["job"] as? String != jobName { problems.append("done/\(record): job \(status["job"] ?? "nil")") }
+            if status["state"] as? String != "done" { problems.append("done/\(record): state \(status["state"] ?? "nil")") }
+            let downloads = StatusFields.downloads(status)
+            guard downloads.count == 1, let download = downloads.first,
+                  let url = download["url"] as? String, let path = URLComponents(string: url)?.path, let body = bodies[path] else {
+                problems.append("done/\(record): downloads \(StatusFields.downloads(status))")
+                continue
+            }
+            if let other = seenPaths.updateValue(record, forKey: path) {
+                problems.append("\(path) filed twice: done/\(other) and done/\(record)")
+            }
+            let sha256 = TestHTTPServer.sha256Hex(body)
+            if download["sha256"] as? String != sha256 { problems.append("done/\(record): sha256 is not \(path)'s") }
+            guard let written = download["file"] as? String else {
+                problems.append("done/\(record): no file")
+                continue
+            }
+            let local = fixture.canonical(written)
+            if let other = files.updateValue(record, forKey: local) {
+                problems.append("\(local) is the file of done/\(other) and done/\(record)")
+            }
+            let name = (local as NSString).lastPathComponent
+            if !(name == file || (name.hasPrefix(String(file.dropLast(4)) + ".") && name.hasSuffix(".bin"))) {
+                problems.append("done/\(record): unexpected file name \(written)")
+            }
+            guard let data = FileManager.default.contents(atPath: local) else {
+                problems.append("done/\(record): \(written) is missing")
+                continue
+            }
+            if data != Data(body) { problems.append("done/\(record): \(written) holds \(data.count) bytes that are not \(path)'s \(body.count)") }
+        }
+        for path in bodies.keys where seenPaths[path] == nil { problems.append("\(path) has no record in done/") }
+        let present = Set(SpoolAudit(fixture: fixture).destinationFiles().map { fixture.destination + "/" + $0 })
+        for extra in present.subtracting(files.keys).sorted() { problems.append("left in the destination: \(extra)") }
+        for record in fixture.jobs(in: "failed") {
+            let status = fixture.statusObject("failed", record)
+            let error = status?["error"] as? [String: Any]
+            problems.append("failed/\(record): \(StatusFields.firstDownload(status)["url"] ?? "?") \(error?["kind"] ?? "?"): \(error?["message"] ?? "?")")
+        }
+        problems += SpoolAudit(fixture: fixture).leftoversInSpool()
+        problems += SpoolAudit(fixture: fixture).writesOutside()
+        return problems
+    }
+
+    @Test("agents a and b on two mounts, total: 2, 60 slow jobs, b started 1 s later: b does at least a quarter, each job done once")
+    func boundedClaiming() throws {
+        let server = try TestHTTPServer()
+        let jobs = MultiAgentTests.serveJobs(60, on: server, delay: .milliseconds(500), seed: 9_870)
+        let fixture = try SpoolFixture(on: Self.mounts)
+        for job in jobs { try fixture.dropSettled(job.name, server.url(job.path) + "\n") }
+        let limits = "concurrency: { total: 2, per_host: 2 }\n"
+        let configA = try fixture.writeAgentConfig(agentID: "a", view: 0, scanInterval: "1s", limits)
+        let configB = try fixture.writeAgentConfig(agentID: "b", view: 1, scanInterval: "1s", limits)
+        let logB = fixture.root.path + "/agent-b.log"
+
+        let agentA = try AgentProcess(["run"], config: configA, log: fixture.logPath, in: fixture)
+        try agentA.start()
+        let started = ContinuousClock.now
+        #expect(try waitUntil { !server.requests.isEmpty }, "agent a does not start: \(fixture.logTail())")
+        let left = .seconds(1) - (ContinuousClock.now - started)
+        if left > .zero { Thread.sleep(forTimeInterval: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18) }
+        let agentB = try AgentProcess(["run"], config: configB, log: logB, in: fixture)
+        try agentB.start()
+
+        #expect(try waitUntil(timeout: .seconds(60)) { fixture.jobs(in: "done").count + fixture.jobs(in: "failed").count >= jobs.count },
+                "done: \(fixture.jobs(in: "done").count)\n\(fixture.logTail())\n\(MultiAgentTests.text(logB))")
+        #expect(try agentA.stop() == .exited(0))
+        #expect(try agentB.stop() == .exited(0))
+
+        let byAgent = SharedSpoolTests.doneBy(fixture, jobs)
+        print("distributed, 60 slow jobs: \(byAgent.sorted { $0.key < $1.key }) in \(CrashMatrixTests.seconds(ContinuousClock.now - started)) s")
+        #expect((byAgent["b"] ?? 0) >= 15, "the second agent did \(byAgent["b"] ?? 0) of 60: \(byAgent)")
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: jobs)
+        #expect(problems.isEmpty, "\(problems.prefix(20))")
+        let fetches = MultiAgentTests.wholeFetches(server.completedRequests(), jobs: jobs)
+        #expect(fetches.values.allSatisfy { $0 == 1 }, "fetched twice: \(fetches.filter { $0.value > 1 })")
+    }
+
+    @Test("agent a on one mount killed with kill -9 while agent b runs on the other (scan_interval: 1s): b adopts a's jobs within 10 s, each done once")
+    func liveAdoptionAfterKill() throws {
+        let server = try TestHTTPServer()
+        let jobs = (0..<12).map { index -> SpoolAudit.ExpectedJob in
+            let body = TestHTTPServer.randomBytes(120_000 + index * 1_000, seed: 9_880 + UInt64(index))
+            let path = String(format: "/g/g%02d.bin", index)
+            server.serve(path, body: body, faults: [.drip(bytesPerChunk: 20_000, interval: .milliseconds(100))])
+            return SpoolAudit.ExpectedJob(name: String(format: "g%02d.url", index), path: path,
+                                          file: String(format: "g%02d.bin", index), body: body)
+        }
+        let fixture = try SpoolFixture(on: Self.mounts)
+        let configA = try fixture.writeAgentConfig(agentID: "a", view: 0, scanInterval: "1s", "concurrency: { total: 2, per_host: 2 }\n")
+        let configB = try fixture.writeAgentConfig(agentID: "b", view: 1, scanInterval: "1s", "concurrency: { total: 4, per_host: 4 }\n")
+        let logB = fixture.root.path + "/agent-b.log"
+
+        // Agent b is up and past its start-up recovery: it has done a job of its own, dropped
+        // through the other mount (its inotify does not see it: a rescan finds it, settled).
+        let agentB = try AgentProcess(["run"], config: configB, log: logB, in: fixture)
+        try agentB.start()
+        let warmUp = TestHTTPServer.randomBytes(1_000, seed: 9_879)
+        server.serve("/g/warm.bin", body: warmUp)
+        try fixture.dropSettled("warm.url", server.url("/g/warm.bin") + "\n")
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["warm.url"] }, "\(MultiAgentTests.text(logB))")
+
+        // While b is stopped (a busy host), agent a claims jobs and starts them; then it dies.
+        #expect(kill(agentB.pid, SIGSTOP) == 0)
+        defer { kill(agentB.pid, SIGCONT) }
+        let agentA = try AgentProcess(["run"], config: configA, log: fixture.logPath, in: fixture)
+        try agentA.start()
+        for job in jobs { try fixture.drop(job.name, server.url(job.path) + "\n") }
+        let running = try waitUntil {
+            fixture.destinationNames().filter { $0.hasSuffix(".part") && (fixture.fileSize(fixture.destination + "/" + $0) ?? 0) > 0 }.count >= 2
+        }
+        try #require(running, "agent a did not start two transfers: \(fixture.logTail())")
+        #expect(agentA.kill() == .signalled(SIGKILL))
+        let orphaned = fixture.jobs(in: "work/a")
+        try #require(!orphaned.isEmpty, "agent a left no job in work/a: the case was not exercised")
+        // The jobs still in the inbox were dropped just now: b's scans take them once settled.
+        for name in fixture.jobs(in: "inbox") { try SpoolFixture.backdate(fixture.spool + "/inbox/" + name, seconds: 60) }
+        #expect(kill(agentB.pid, SIGCONT) == 0)
+        let killed = ContinuousClock.now
+
+        let all = jobs.count + 1
+        let adopted = try waitUntil(timeout: .seconds(10)) {
+            orphaned.allSatisfy { fixture.jobs(in: "done").contains($0) }
+        }
+        let late = "work/a \(fixture.jobs(in: "work/a")), done \(fixture.jobs(in: "done").count)\n\(MultiAgentTests.text(logB))"
+        #expect(adopted, "10 s after the kill, a's jobs \(orphaned) are not all done: \(late)")
+        #expect(try waitUntil(timeout: .seconds(40)) { fixture.jobs(in: "done").count + fixture.jobs(in: "failed").count >= all },
+                "done: \(fixture.jobs(in: "done").count) of \(all)\n\(MultiAgentTests.text(logB))")
+        print("distributed live adoption: \(orphaned.count) orphaned jobs, all done \(CrashMatrixTests.seconds(ContinuousClock.now - killed)) s after the kill")
+        #expect(agentB.isRunning)
+        #expect(try agentB.stop() == .exited(0))
+
+        for name in orphaned { #expect(fixture.statusObject("done", name)?["agent"] as? String == "b", "\(name)") }
+        let expected = jobs + [SpoolAudit.ExpectedJob(name: "warm.url", path: "/g/warm.bin", file: "warm.bin", body: warmUp)]
+        let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: expected)
+        #expect(problems.isEmpty, "\(problems.prefix(20))")
+        #expect(fixture.names(in: "work/a").filter { $0 != ".lock" }.isEmpty, "work/a: \(fixture.names(in: "work/a"))")
+    }
+}
