@@ -78,10 +78,14 @@ extension Agent {
         request.blockPrivateAddresses = config.blockPrivateAddresses
         request.minFreeSpace = config.limits.minFreeSpace
         request.fileMode = config.fileMode
+        request.network = config.network(for: jobClass(of: job))
         let transfer: Transfer
         do {
             transfer = try Transfer(request, part: part, crashPlan: crashPlan)
             try multi.add(transfer.easy)
+        } catch let refused as TransferFailure {
+            job.downloads[index] = download
+            return endAttempt(job, index, refused)
         } catch {
             let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
             job.downloads[index] = download
