@@ -55,7 +55,7 @@ extension Transfer {
         if let key = tls.clientKey { try easy.set(CURLOPT_SSLKEY, Transfer.expandingHome(key, environment: environment)) }
     }
 
-    /// CURLOPT_USE_SSL (explicit `AUTH TLS`, RFC 4217) on `ftp://`; passive mode with
+    /// CURLOPT_USE_SSL with CURLOPT_FTPSSLAUTH (explicit `AUTH TLS`, RFC 4217) on `ftp://`; passive mode with
     /// CURLOPT_FTP_SKIP_PASV_IP (the data connection goes to the control connection's address,
     /// never to one a `227` reply names), or active mode (CURLOPT_FTPPORT `-`). Through an HTTP
     /// proxy FTP is tunnelled (CURLOPT_HTTPPROXYTUNNEL), so it stays FTP end to end.
@@ -66,6 +66,7 @@ extension Transfer {
         case .require: CURLUSESSL_ALL
         }
         try easy.set(CURLOPT_USE_SSL, Int(level.rawValue))
+        try easy.set(CURLOPT_FTPSSLAUTH, Int(CURLFTPAUTH_TLS.rawValue))
         if ftp.passive {
             try easy.set(CURLOPT_FTP_USE_EPSV, true)
             try easy.set(CURLOPT_FTP_SKIP_PASV_IP, true)
