@@ -119,6 +119,9 @@ enum ProtocolServerScripts {
     child = subprocess.Popen([cfg["server"], "-e"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     out = child.stdout.fileno()
     sent = 0
+    # Bytes the client sent after `cut` bytes went out: its next READ requests, which libssh2
+    # issues only once it has taken earlier answers, so the client surely has data by the cut.
+    asked_after_cut = 0
     watched = [0, out]
     events.write("SESSION\n")
     while True:
@@ -127,6 +130,8 @@ enum ProtocolServerScripts {
             data = os.read(0, 65536)
             if data:
                 child.stdin.write(data)
+                if cut is not None and sent >= cut:
+                    asked_after_cut += len(data)
             else:
                 child.stdin.close()
                 watched.remove(0)
@@ -138,15 +143,24 @@ enum ProtocolServerScripts {
             while view:
                 view = view[os.write(1, view):]
             sent += len(data)
-            if cut is not None and sent >= cut:
-                change = cfg.get("change")
-                if change:
-                    os.replace(change["source"], change["target"])
-                    os.utime(change["target"], (change["mtime"], change["mtime"]))
-                    events.write("CHANGED\n")
-                events.write("CUT %d\n" % sent)
-                child.kill()
-                os._exit(1)
+        if cut is not None and sent >= cut and asked_after_cut >= 300:
+            change = cfg.get("change")
+            if change:
+                os.replace(change["source"], change["target"])
+                os.utime(change["target"], (change["mtime"], change["mtime"]))
+                events.write("CHANGED\n")
+            events.write("CUT %d\n" % sent)
+            child.kill()
+            # Drop the TCP connection, as a network cut does: end the sshd processes of this
+            # session (up to the listener). A merely closed channel would leave libssh2 1.10
+            # waiting for data until the low-speed limit.
+            listener = int(open(cfg["listener_pid_file"]).read())
+            pid = os.getppid()
+            while pid > 1 and pid != listener:
+                parent = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+                os.kill(pid, 9)
+                pid = parent
+            os._exit(1)
     events.write("SENT %d\n" % sent)
     """#
 

@@ -36,7 +36,8 @@ final class SSHTestServer: @unchecked Sendable {
             + String(contentsOfFile: folder + "/locked_key.pub", encoding: .utf8)
         try authorized.write(toFile: folder + "/authorized_keys", atomically: true, encoding: .utf8)
 
-        var relay: [String: Any] = ["server": "/usr/lib/openssh/sftp-server", "events": folder + "/sftp.events"]
+        var relay: [String: Any] = ["server": "/usr/lib/openssh/sftp-server", "events": folder + "/sftp.events",
+                                    "listener_pid_file": folder + "/sshd.pid"]
         if let cut {
             relay["cut"] = ["marker": folder + "/cut.marker", "after": cut]
             _ = FileManager.default.createFile(atPath: folder + "/cut.marker", contents: nil)

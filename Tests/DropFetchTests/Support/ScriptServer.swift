@@ -8,31 +8,55 @@ import Glibc
 final class ScriptServer: @unchecked Sendable {
     let folder: String
     let logPath: String
-    private let process = Process()
+    /// Started with posix_spawn(3), not Foundation's `Process`: sshd closes every inherited
+    /// descriptor, and `Process` takes the close of its own watch socket for the child's exit and
+    /// then blocks in waitpid(2), holding up every other `Process` of the test run.
+    private let pid: pid_t
+    private var reaped = false
 
     /// Starts `program ARGUMENTS` with stdout and stderr in `folder/<name>.log`.
     init(_ program: String, _ arguments: [String], name: String, folder: String) throws {
         self.folder = folder
         logPath = folder + "/" + name + ".log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process, such as another `Process`'s watch socket, goes along.
+        _ = spawnActionCloseFrom(&actions, 3)
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        process.environment = environment
-        try process.run()
+        let argv = ([program] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, program, &actions, nil, argv, envp)
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+        pid = child
     }
 
     deinit { stop() }
 
     /// Ends the server (SIGKILL) and reaps it.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        guard !reaped else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        reaped = true
+    }
+
+    /// Whether the server still runs (reaped by waitpid(2) with WNOHANG once it ended).
+    var isRunning: Bool {
+        guard !reaped else { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid { reaped = true }
+        return !reaped
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -40,8 +64,8 @@ final class ScriptServer: @unchecked Sendable {
     /// Waits until `condition` holds while the process runs; throws with the log if it ends first
     /// or `timeout` passes.
     func waitReady(timeout: Duration = .seconds(20), _ what: String, _ condition: () -> Bool) throws {
-        let ready = try waitUntil(timeout: timeout, interval: .milliseconds(10)) { condition() || !process.isRunning }
-        guard ready, process.isRunning, condition() else {
+        let ready = try waitUntil(timeout: timeout, interval: .milliseconds(10)) { condition() || !isRunning }
+        guard ready, isRunning, condition() else {
             throw ScriptServerError.notReady(what, log)
         }
     }
@@ -101,6 +125,10 @@ final class ScriptServer: @unchecked Sendable {
         return path
     }
 }
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np(3) (2.34), which Swift's Glibc module does not show.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnActionCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
 
 enum ScriptServerError: Error, CustomStringConvertible {
     case notReady(String, String)
