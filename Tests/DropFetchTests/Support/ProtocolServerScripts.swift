@@ -192,4 +192,47 @@ enum ProtocolServerScripts {
     os.rename(cfg["ready"] + ".tmp", cfg["ready"])
     server.serve_forever()
     """#
+
+    /// A forward HTTP proxy that is its own upstream: a request for an absolute URL is logged
+    /// (`PROXY GET http://…`) and answered from `files` (by the URL's last path segment), or
+    /// with a redirect to `redirects[url]`. Nothing is fetched from anywhere.
+    static let proxy = #"""
+    import http.server, json, os, sys
+
+    cfg = json.load(open(sys.argv[1]))
+    events = open(cfg["events"], "a", buffering=1)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def log_message(self, format, *args):
+            pass
+        def do_GET(self):
+            events.write("PROXY GET " + self.path + "\n")
+            target = cfg.get("redirects", {}).get(self.path)
+            if target:
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            name = self.path.rsplit("/", 1)[-1]
+            path = os.path.join(cfg["root"], name)
+            if not self.path.startswith("http://") or not os.path.isfile(path):
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = open(path, "rb").read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.socket.getsockname()[1]
+    with open(cfg["ready"] + ".tmp", "w") as ready:
+        ready.write(str(port))
+    os.rename(cfg["ready"] + ".tmp", cfg["ready"])
+    server.serve_forever()
+    """#
 }
