@@ -107,3 +107,18 @@ struct ProxyRouteTests {
         #expect(web.follow("../c?x=1") && web.text?.hasSuffix("/c?x=1") == true && web.host == "example.org")
     }
 }
+
+/// Per-host limits (`concurrency.per_host`) count FTP and SFTP transfers by the same host key as HTTP.
+@Suite("Per-host keys of FTP and SFTP URLs")
+struct ProtocolHostTests {
+    @Test("the host of ftp, ftps and sftp URLs, with credentials and ports, is the server's", arguments: [
+        ("ftp://user:pw@Feeds.Example:21/a.csv", "feeds.example"), ("ftps://feeds.example/a", "feeds.example"),
+        ("sftp://me@[2001:db8::1]:2222/srv/a", "[2001:db8::1]"), ("https://feeds.example/a", "feeds.example"),
+    ])
+    func host(url: String, host: String) {
+        #expect(URLParts(url)?.host == host)
+        var limits = Admission(limits: .init(total: 4, perHost: 1))
+        limits.started(host: host, className: "default")
+        #expect(!limits.admits(host: URLParts(url)?.host ?? "", className: "default"))
+    }
+}
