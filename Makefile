@@ -2,7 +2,7 @@
 #   make deps      install the missing build dependencies (Debian/Ubuntu, apt-get)
 #   make build     debug build              make release   release build (Swift runtime linked in)
 #   make run       debug build, then `dropfetch run` with built-in defaults (spool ./spool); ARGS="--once"
-#   make test      build the tests and run them (Swift Testing)
+#   make test      install the test servers' packages, build the tests and run them (Swift Testing)
 #   make install   release build, man pages, completions, systemd units, tmpfiles/sysusers entries,
 #                  docs and (if there is none) /etc/dropfetch/config.yaml; PREFIX (/usr/local), DESTDIR
 #   make uninstall remove what install put there (a config that was edited stays)
@@ -27,6 +27,10 @@ endif
 SWIFT ?= swift
 ARGS ?=
 DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
+# The end-to-end tests start their own servers: pyftpdlib (FTP, explicit FTPS with pyOpenSSL) and an
+# HTTPS server on Debian's python3 (its pip is closed by PEP 668, so apt), OpenSSH's sshd run as the
+# current user (SFTP), openssl and ssh-keygen for their certificates and keys.
+TEST_PKGS := python3 python3-pyftpdlib python3-openssl openssh-server openssh-client openssh-sftp-server openssl
 TEST_LOG := .build/test-output.txt
 
 # The release binary carries the Swift runtime and Foundation (--static-swift-stdlib) and no RUNPATH
@@ -81,8 +85,8 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps install-deps distributed-deps build release man completions install uninstall test-install \
-	run test test-distributed bench fuzz clean
+.PHONY: deps test-deps bench-deps install-deps distributed-deps build release man completions install uninstall \
+	test-install run test test-distributed bench fuzz clean
 
 deps:
 	@if ! command -v dpkg >/dev/null 2>&1; then \
@@ -96,6 +100,21 @@ deps:
 	    *) missing="$$missing $$p" ;; \
 	  esac; \
 	done; \
+	$(install_missing)
+
+# Packages by name: a test that cannot start its server fails, so in CI nothing is skipped.
+test-deps: deps
+	@missing=""; \
+	if command -v dpkg >/dev/null 2>&1; then \
+	  for p in $(TEST_PKGS); do \
+	    case "$$(dpkg -s "$$p" 2>/dev/null || true)" in \
+	      *"Status: install ok installed"*) ;; \
+	      *) missing="$$missing $$p" ;; \
+	    esac; \
+	  done; \
+	else \
+	  echo "test-deps: no dpkg here; make sure these (or your system's equivalents) are installed: $(TEST_PKGS)"; \
+	fi; \
 	$(install_missing)
 
 # The bench needs the commands, however they were installed; nginx-light is the smallest nginx.
@@ -181,7 +200,7 @@ run: build
 	./.build/debug/dropfetch run $(ARGS)
 
 # Fails when a test fails, and also when Swift Testing printed no summary line (no tests ran).
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	@mkdir -p .build
 	$(SWIFT) test --skip-build --disable-xctest --enable-swift-testing 2>&1 | tee $(TEST_LOG)

@@ -52,11 +52,12 @@ func checkDecision(_ headers: ResponseHeaders, offset: Int64, recordedTotal: Int
 func checkResponse(_ headers: ResponseHeaders) {
     _ = headers.isFinal(following: true)
     _ = headers.isFinal(following: false)
-    if let retryAfter = headers.retryAfter {
+    // Retry-After is parsed by libcurl (CURLINFO_RETRY_AFTER); the agent only caps its seconds.
+    if let value = headers["retry-after"], let seconds = Int64(value.prefix(19)),
+       let retryAfter = RetryAfter.capped(seconds: seconds) {
         if retryAfter < .zero { violated("negative Retry-After \(retryAfter)") }
         _ = Backoff.delay(attempt: 1, policy: Config.Retry(), retryAfter: retryAfter, jitter: 0.5)
     }
-    if let value = headers["retry-after"] { _ = ResponseHeaders.parseHTTPDate(value) }
     if let value = headers["content-disposition"], let name = FileName.fromContentDisposition(value),
        let problem = FileName.validate(name) {
         violated("Content-Disposition \(value.debugDescription) gave \(name.debugDescription), which \(problem)")

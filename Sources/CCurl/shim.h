@@ -3,6 +3,8 @@
 /* Typed, non-variadic wrappers: Swift cannot call the variadic curl_easy_setopt / curl_easy_getinfo. */
 
 typedef size_t (*dfc_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+typedef int (*dfc_sshkey_callback)(CURL *easy, const struct curl_khkey *knownkey,
+                                   const struct curl_khkey *foundkey, enum curl_khmatch match, void *clientp);
 typedef curl_socket_t (*dfc_opensocket_callback)(void *clientp, curlsocktype purpose,
                                                  struct curl_sockaddr *address);
 
@@ -13,6 +15,8 @@ static inline CURLcode dfc_setopt_pointer(CURL *h, CURLoption o, void *v) { retu
 static inline CURLcode dfc_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode dfc_setopt_data_callback(CURL *h, CURLoption o, dfc_data_callback v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode dfc_setopt_opensocket_callback(CURL *h, dfc_opensocket_callback v) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, v); }
+
+static inline CURLcode dfc_setopt_sshkey_callback(CURL *h, dfc_sshkey_callback v) { return curl_easy_setopt(h, CURLOPT_SSH_KEYFUNCTION, v); }
 
 static inline CURLcode dfc_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode dfc_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

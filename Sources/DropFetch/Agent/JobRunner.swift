@@ -94,10 +94,14 @@ final class JobRunner: AgentPart {
         request.blockPrivateAddresses = config.blockPrivateAddresses
         request.minFreeSpace = config.limits.minFreeSpace
         request.fileMode = config.fileMode
+        request.network = config.network(for: config.jobClass(named: job.record.className))
         let transfer: Transfer
         do {
             transfer = try Transfer(request, part: part, crashPlan: crashPlan)
             try multi.add(transfer.easy)
+        } catch let refused as TransferFailure {
+            job.downloads[index] = download
+            return endAttempt(job, index, refused)
         } catch {
             let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
             job.downloads[index] = download

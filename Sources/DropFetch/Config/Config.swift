@@ -58,6 +58,8 @@ public struct Config: Sendable, Equatable {
         public var destination: String?
         public var rateLimit: Int64?
         public var retry: Retry?
+        /// `tls`, `ftp`, `sftp`, `proxy`, `no_proxy`, `netrc` of the class, keys it leaves out taken from the top level.
+        public var network: Network?
         public init(name: String) { self.name = name }
     }
 
@@ -102,6 +104,8 @@ public struct Config: Sendable, Equatable {
     public var blockPrivateAddresses = false
     /// Permission bits of downloaded files.
     public var fileMode: UInt32 = 0o644
+    /// `tls`, `ftp`, `sftp`, `proxy`, `no_proxy`, `netrc` (Config+Network.swift).
+    public var network = Network()
 
     public init() {}
 }

@@ -16,7 +16,7 @@ public enum ConfigLoader {
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "classes", "hooks",
         "metrics_file", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
-    ]
+    ] + networkKeys
 
     /// Reads and validates the file at `path`.
     public static func load(path: String) throws(ConfigError) -> Config {
@@ -79,11 +79,13 @@ public enum ConfigLoader {
             case "claim_ahead": config.claimAhead = try field.int(minimum: 0)
             case "block_private_addresses": config.blockPrivateAddresses = try field.bool()
             case "file_mode": config.fileMode = try fileMode(field)
+            case _ where networkKeys.contains(key):
+                try network(key, field, into: &config.network)
             default: break  // entries(known:) refused every other key
             }
         }
         if let classes {
-            config.classes = try jobClasses(classes, retry: config.retry)
+            config.classes = try jobClasses(classes, retry: config.retry, network: config.network)
         }
         return config
     }

@@ -1,6 +1,19 @@
 import CCurl
 
 extension CurlError {
+    /// The error kind for a failure over `transfer`'s protocol: a refused FTP or SFTP login, and an
+    /// SFTP host key that was not accepted (CURLE_PEER_FAILED_VERIFICATION), are `auth`.
+    func kind(over transfer: TransferProtocol) -> ErrorKind {
+        switch curlCode {
+        case CURLE_LOGIN_DENIED where transfer.isFileBased:
+            return .auth
+        case CURLE_PEER_FAILED_VERIFICATION where transfer == .sftp:
+            return .auth
+        default:
+            return kind
+        }
+    }
+
     /// The status-file error kind for a libcurl result code.
     var kind: ErrorKind {
         switch curlCode {

@@ -63,6 +63,12 @@ final class CurlEasy {
         try check(dfc_setopt_opensocket_callback(handle, callback))
     }
 
+    /// CURLOPT_SSH_KEYFUNCTION with CURLOPT_SSH_KEYDATA.
+    func setSSHKeyCheck(_ callback: dfc_sshkey_callback, data: UnsafeMutableRawPointer) throws(CurlError) {
+        try check(dfc_setopt_sshkey_callback(handle, callback))
+        try set(CURLOPT_SSH_KEYDATA, pointer: data)
+    }
+
     /// CURLOPT_HTTPHEADER; the list is kept alive as long as the handle.
     func setHeaders(_ lines: [String]) throws(CurlError) {
         let list = CurlStringList(lines)

@@ -192,11 +192,11 @@ final class PartFile {
         return ResumeRecord.decode(bytes)
     }
 
-    /// The data that can be resumed: what the record counts as fsynced and the file still holds,
-    /// provided a validator can prove the server's file unchanged; anything else is cut off.
-    func resumableBytes() throws(SystemError) -> Int64 {
+    /// The data that can be resumed over `kind`: what the record counts as fsynced and the file
+    /// still holds, provided a validator can prove the server's file unchanged; anything else is cut off.
+    func resumableBytes(over kind: TransferProtocol = .http) throws(SystemError) -> Int64 {
         size = Int64(try file.status().st_size)
-        let usable = record.validator == nil ? 0 : min(size, record.bytes)
+        let usable = record.canResume(over: kind) ? min(size, record.bytes) : 0
         try truncate(to: usable)
         return usable
     }
@@ -210,8 +210,10 @@ final class PartFile {
     }
 
     /// Records the validators of the response whose body is being written.
-    func describe(url: String, mirror: Int, etag: String?, lastModified: String?, total: Int64?) {
-        record.describe(url: url, mirror: mirror, etag: etag, lastModified: lastModified, size: total)
+    func describe(url: String, mirror: Int, etag: String?, lastModified: String?, total: Int64?,
+                  modified: Int64? = nil) {
+        record.describe(url: url, mirror: mirror, etag: etag, lastModified: lastModified, size: total,
+                        modified: modified)
     }
 
     /// Makes the data durable (fdatasync(2)) and then the record that counts it.

@@ -24,6 +24,9 @@ struct ResumeRecord: Codable, Sendable, Equatable {
     var lastModified: String?
     /// The complete size announced by the server, when it did.
     var size: Int64?
+    /// FTP and SFTP: the remote file's modification time in seconds since the epoch (`MDTM`, the
+    /// SFTP stat; CURLINFO_FILETIME_T). With `size` it is the validator of a file-based resume.
+    var modified: Int64?
     /// Bytes of the `.part` that were fsynced when this record was written: the record never counts
     /// bytes that a power loss could take back.
     var bytes: Int64 = 0
@@ -38,13 +41,21 @@ struct ResumeRecord: Codable, Sendable, Equatable {
     /// the server still has the same file, and the data must then be fetched again from zero.
     var validator: String? { etag ?? lastModified }
 
+    /// Whether the data can be resumed over `kind`: HTTP needs a validator for `If-Range`; FTP and
+    /// SFTP need the size and modification time the remote file must still have.
+    func canResume(over kind: TransferProtocol) -> Bool {
+        kind.isFileBased ? size != nil && modified != nil : validator != nil
+    }
+
     /// Records the validators of the response that is being written.
-    mutating func describe(url: String, mirror: Int, etag: String?, lastModified: String?, size: Int64?) {
+    mutating func describe(url: String, mirror: Int, etag: String?, lastModified: String?, size: Int64?,
+                           modified: Int64? = nil) {
         self.url = url
         self.mirror = mirror
         self.etag = etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
         self.lastModified = lastModified
         self.size = size
+        self.modified = modified
     }
 
     /// Whether a response's validators prove it is the recorded file (a strong comparison).

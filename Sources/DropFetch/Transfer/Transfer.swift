@@ -3,8 +3,9 @@ import Glibc
 
 /// One download attempt of one URL into its `.part` file, driven by the agent's multi handle.
 ///
-/// The header callback checks each final response against the partial data before a body byte is
-/// written (`ResumeDecision`); the write callback appends straight into the file and the digests.
+/// Before a body byte is written the response is checked against the partial data: for HTTP by
+/// the header callback (`ResumeDecision`), for FTP and SFTP by the remote size and modification
+/// time at the first body byte (`FileResume`); the write callback appends straight into the file.
 final class Transfer {
     private enum State {
         case awaitingResponse
@@ -17,11 +18,13 @@ final class Transfer {
     }
 
     private(set) var request: TransferRequest
+    /// The protocol family of the job's URL, which decides how it resumes.
+    let kind: TransferProtocol
     let easy: CurlEasy
     /// The `.part` this download owns; it outlives the transfer between attempts.
     let part: PartFile
     private var state = State.awaitingResponse
-    /// The `Range` start sent with this request.
+    /// The `Range` start (HTTP) or resume offset (FTP `REST`, SFTP seek) sent with this request.
     let requestedOffset: Int64
     /// Where the accepted response's body was appended: the Range start for a `206`, 0 when the
     /// server sent the whole file (the status file's `resumed_from`).
@@ -34,7 +37,12 @@ final class Transfer {
     private var digest: DownloadDigest?
     private var response = ResponseHeaders()
     /// The address refused by `block_private_addresses`, if one was.
-    private var blockedAddress: String?
+    var blockedAddress: String?
+    /// Set when the request goes through a proxy under `block_private_addresses`: every socket
+    /// is the proxy's, and the targets were checked by name before the request (ProxyRoute).
+    var socketsReachProxy = false
+    /// The SFTP host-key check, kept alive as the key callback's data.
+    var hostKeyCheck: HostKeyCheck?
     private let crashPlan: CrashPlan?
     /// Set while a bandwidth limit applies (Agent+Bandwidth): asked before each write whether the
     /// bytes may be taken now; false pauses the transfer (CURL_WRITEFUNC_PAUSE) and libcurl
@@ -48,12 +56,14 @@ final class Transfer {
         self.request = request
         self.part = part
         self.crashPlan = crashPlan
-        requestedOffset = try part.resumableBytes()
+        kind = request.protocolKind
+        requestedOffset = try part.resumableBytes(over: kind)
         total = requestedOffset > 0 ? part.record.size : nil
         easy = try CurlEasy()
         try configure()
     }
 
+    /// Sets the options of the request; throws a `TransferFailure` when it must not be sent at all.
     private func configure() throws {
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_URL, request.target)
@@ -81,10 +91,13 @@ final class Transfer {
             try easy.set(CURLOPT_USERNAME, credentials.user)
             try easy.set(CURLOPT_PASSWORD, credentials.password ?? "")
         }
-        if let proxy = request.proxy { try easy.set(CURLOPT_PROXY, proxy) }
+        try configureNetwork()
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         var headers = RedirectPolicy.headers(for: request)
-        if requestedOffset > 0 {
+        if kind.isFileBased {
+            try easy.set(CURLOPT_FILETIME, true)
+            if requestedOffset > 0 { try easy.set(CURLOPT_RESUME_FROM_LARGE, offset: requestedOffset) }
+        } else if requestedOffset > 0 {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
             if let validator = part.record.validator { headers.append("If-Range: \(validator)") }
         }
@@ -112,18 +125,25 @@ final class Transfer {
         try easy.setHeaders(headers)
     }
 
+    /// A header of the response being read (lower-case name).
+    func response(header name: String) -> String? { response[name] }
+
     // MARK: - libcurl callbacks
 
     /// CURLOPT_HEADERFUNCTION: collects one response's headers and decides at its blank line.
+    /// FTP server replies come here too; they are not HTTP and are left to libcurl.
     fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
         let text = String(decoding: line, as: UTF8.self)
         if text.hasPrefix("HTTP/") {
             response = ResponseHeaders(statusLine: text)
             return true
         }
+        if response.status == 0 { return true }
         if text == "\r\n" || text == "\n" {
             guard response.isFinal(following: false) else { return true }
             if let location = response.redirectLocation {
+                // Through a proxy under block_private_addresses, the hop's target is checked here.
+                guard redirectAllowed() else { return false }
                 state = .redirecting(location)
                 return false
             }
@@ -136,8 +156,12 @@ final class Transfer {
     /// CURLOPT_WRITEFUNCTION: appends body bytes to the `.part` file; false aborts the transfer.
     fileprivate func receiveBody(_ data: UnsafeRawBufferPointer) -> Bool {
         if case .awaitingResponse = state {
-            let status = easy.info(long: CURLINFO_RESPONSE_CODE)
-            guard decide(status: status == 0 ? (requestedOffset > 0 ? 206 : 200) : status) else { return false }
+            if TransferProtocol(of: easy, fallback: kind).isFileBased {
+                guard decideFile(bodyEnded: false) else { return false }
+            } else {
+                let status = easy.info(long: CURLINFO_RESPONSE_CODE)
+                guard decide(status: status == 0 ? (requestedOffset > 0 ? 206 : 200) : status) else { return false }
+            }
         }
         guard case .writing = state else { return false }
         if written + Int64(data.count) > request.maxFileSize {
@@ -161,7 +185,7 @@ final class Transfer {
     /// CURLOPT_OPENSOCKETFUNCTION: opens the socket unless the address is blocked.
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
-        let blocked = request.blockPrivateAddresses && withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
+        let blocked = request.blockPrivateAddresses && !socketsReachProxy && withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
             AddressPolicy.isBlocked(family: family, address: UnsafeRawPointer(pointer))
         }
         if blocked {
@@ -183,11 +207,28 @@ final class Transfer {
     }
 
     private func decide(status: Int) -> Bool {
-        let decision = ResumeDecision.decide(
+        apply(ResumeDecision.decide(
             status: status, contentRange: response["content-range"],
             contentLength: response["content-length"].flatMap { Int64($0.trimmingWhitespace()) },
             offset: requestedOffset, recordedTotal: part.record.size,
-            validatorMatches: part.record.matches(etag: response["etag"], lastModified: response["last-modified"]))
+            validatorMatches: part.record.matches(etag: response["etag"], lastModified: response["last-modified"])))
+    }
+
+    /// FTP and SFTP: decides from the remote size and modification time libcurl learnt before the
+    /// data (`SIZE`/`MDTM`, the SFTP stat), against the resume record.
+    private func decideFile(bodyEnded: Bool) -> Bool {
+        let remaining = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        let modified = easy.info(offset: CURLINFO_FILETIME_T)
+        remoteModified = modified >= 0 ? modified : nil
+        let remote = FileResume.Remote(remaining: remaining >= 0 ? remaining : nil, modified: remoteModified)
+        return apply(FileResume.decide(offset: requestedOffset, remote: remote, recordedSize: part.record.size,
+                                       recordedModified: part.record.modified, bodyEnded: bodyEnded))
+    }
+
+    /// The remote file's modification time (FTP and SFTP), recorded as part of the validator.
+    private var remoteModified: Int64?
+
+    private func apply(_ decision: ResumeDecision) -> Bool {
         do {
             switch decision {
             case .write(let offset, let size):
@@ -233,7 +274,7 @@ final class Transfer {
         digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm, available: part.size,
                                           total: size)
         part.describe(url: Redaction.url(request.url), mirror: request.mirror, etag: response["etag"],
-                      lastModified: response["last-modified"], total: size)
+                      lastModified: response["last-modified"], total: size, modified: remoteModified)
         // Small files are cheaper to fetch again than to describe: their record waits for the
         // periodic checkpoint, which a transfer of under a second never reaches.
         if (size ?? Int64.max) >= Transfer.recordThreshold { try part.checkpoint() }
@@ -246,7 +287,9 @@ final class Transfer {
 
     /// Turns libcurl's result (from curl_multi_info_read(3)) into the attempt's outcome.
     func finish(_ code: CURLcode) -> TransferOutcome {
-        let status = easy.info(long: CURLINFO_RESPONSE_CODE)
+        let current = TransferProtocol(of: easy, fallback: kind)
+        let status = current.isFileBased ? 0 : easy.info(long: CURLINFO_RESPONSE_CODE)
+        // FTP reply codes and SSH results are not HTTP statuses: `http_status` is null for them.
         let httpStatus = status == 0 ? nil : status
         switch state {
         case .restarting(let reason):
@@ -255,32 +298,50 @@ final class Transfer {
             return .redirect(location: location, httpStatus: response.status)
         case .failed(let failure):
             return .failed(TransferFailure(failure: failure, httpStatus: httpStatus,
-                                           retryAfter: response.retryAfter, bytes: written,
-                                           resumedFrom: appendedFrom))
+                                           retryAfter: RetryAfter.delay(from: easy), bytes: written,
+                                           resumedFrom: appendedFrom, isFinal: failure.kind == .auth))
         case .alreadyComplete:
-            return complete(httpStatus: status)
+            return complete(httpStatus: httpStatus)
         case .awaitingResponse, .writing:
             if let blockedAddress {
                 return .failed(TransferFailure(
                     failure: Failure(.blocked, "refused to connect to \(blockedAddress): a private or local address (block_private_addresses)"),
                     httpStatus: nil, retryAfter: nil, bytes: written, resumedFrom: appendedFrom, isFinal: true))
             }
+            if let refusal = hostKeyCheck?.refusal {
+                return .failed(TransferFailure(failure: Failure(.auth, refusal), httpStatus: nil, retryAfter: nil,
+                                               bytes: written, resumedFrom: appendedFrom, isFinal: true))
+            }
             if code != CURLE_OK {
+                if current.isFileBased, requestedOffset > 0, case .awaitingResponse = state, FileResume.isUnusableOffset(code) {
+                    return .restart(reason: "the remote file no longer fits the \(requestedOffset) bytes already fetched "
+                        + "(\(CurlError(code).message))")
+                }
                 let error = CurlError(code, detail: easy.errorDetail.map { Redaction.url($0) })
-                return .failed(TransferFailure(failure: classify(error),
+                let failure = current.isFileBased ? classifyFile(error, current) : classify(error)
+                return .failed(TransferFailure(failure: failure,
                                                httpStatus: httpStatus, retryAfter: nil,
-                                               bytes: written, resumedFrom: appendedFrom))
+                                               bytes: written, resumedFrom: appendedFrom, isFinal: failure.kind == .auth))
             }
             if case .awaitingResponse = state {
-                guard decide(status: status) else { return finish(code) }
+                let accepted = current.isFileBased ? decideFile(bodyEnded: true) : decide(status: status)
+                guard accepted else { return finish(code) }
             }
             if let total, written != total {
                 return .failed(TransferFailure(
                     failure: Failure(.network, "short body: \(written) of \(total) bytes"),
                     httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
             }
-            return complete(httpStatus: status)
+            return complete(httpStatus: httpStatus)
         }
+    }
+
+    /// The failure for a libcurl error on an FTP or SFTP transfer: a refused login or host key is
+    /// `auth`; the last FTP reply code is named in the message (it is not an HTTP status).
+    private func classifyFile(_ error: CurlError, _ current: TransferProtocol) -> Failure {
+        let reply = current == .ftp ? easy.info(long: CURLINFO_RESPONSE_CODE) : 0
+        let message = reply > 0 ? "\(error.description) (last FTP reply \(reply))" : error.description
+        return Failure(error.kind(over: current), "\(current.name): \(message)")
     }
 
     /// The failure for a libcurl error, judged with the response seen so far: a malformed URL
@@ -299,7 +360,7 @@ final class Transfer {
         return Failure(error.kind, error.description)
     }
 
-    private func complete(httpStatus: Int) -> TransferOutcome {
+    private func complete(httpStatus: Int?) -> TransferOutcome {
         let digests: (sha256: String, extra: String?)
         switch digest?.finish(size: written)
             ?? .failure(SystemError(code: EIO, operation: "hash (no response accepted)", path: part.path)) {

@@ -26,6 +26,11 @@ struct TransferRequest: Sendable {
     var minFreeSpace: Int64 = 0
     /// Where redirects led this attempt; nil while it fetches `url` itself (RedirectPolicy).
     var redirect: RedirectHop?
+    /// `tls`, `ftp`, `sftp`, `proxy`, `no_proxy`, `netrc` of the job's class (Transfer+Network.swift).
+    var network = Config.Network()
+
+    /// The protocol family of `url`, which decides how the request resumes.
+    var protocolKind: TransferProtocol { TransferProtocol(scheme: URLParts(url)?.scheme ?? "") }
 }
 
 /// How one attempt ended.
@@ -42,19 +47,21 @@ enum TransferOutcome: Sendable, Equatable {
 struct TransferResult: Sendable, Equatable {
     var bytes: Int64
     var sha256: String
-    var httpStatus: Int
+    /// The final HTTP status; nil for FTP and SFTP.
+    var httpStatus: Int?
     var resumedFrom: Int64
     /// The final response's `Content-Disposition`, for `content_disposition: true`.
     var contentDisposition: String?
 }
 
-struct TransferFailure: Sendable, Equatable {
+/// A failed attempt; thrown by `Transfer.init` when the request is refused before it is sent.
+struct TransferFailure: Error, Sendable, Equatable {
     var failure: Failure
     var httpStatus: Int?
     /// From a `Retry-After` header (RFC 9110 §10.2.3).
     var retryAfter: Duration?
     var bytes: Int64
     var resumedFrom: Int64
-    /// Not worth a retry of the same URL (a refused address); other mirrors may still be tried.
+    /// Not worth a retry of the same URL (a refused address or login); other mirrors may still be tried.
     var isFinal = false
 }
