@@ -12,7 +12,6 @@ extension Agent {
             record.downloads[index].state = .failed
             record.downloads[index].error = failure
         }
-        logger.warning("job failed: \(failure.message)", metadata: ["job": "\(record.job)", "kind": "\(failure.kind.rawValue)"])
         let job = Job(id: nextID, workName: workName, owner: PartOwner(job: record.job, claim: 0),
                       spec: JobSpec(downloads: []), record: record, arrival: 0)
         nextID += 1
@@ -45,7 +44,7 @@ extension Agent {
                 for case let (folder, name, _)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
             }
             if outcome == .failed { handledFailure = true }
-            logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
+            JobLog.filed(record, at: filed, logger: logger)
             announce(record, filedAt: filed)
             metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
             metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }

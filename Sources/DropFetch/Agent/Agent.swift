@@ -178,6 +178,8 @@ public final class Agent {
         if let due = scheduler.nextDue, due <= horizon { return false }
         if let due = table.nextFilingDue, due <= horizon { return false }
         if inbox.unsettledCount > 0, now < Agent.adding(startedAt, config.onceWait) { return false }
+        // Hooks are part of the run: their outcome is logged before it ends (within a bound).
+        if let until = hooks.waitUntil, now < until { return false }
         return true
     }
 
@@ -216,6 +218,10 @@ public final class Agent {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
+        // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.
+        if hooks.isRunning, signals == nil || options.once, let until = hooks.waitUntil {
+            deadline = min(deadline, signals == nil ? now + 100 : until)
+        }
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
@@ -261,6 +267,8 @@ public final class Agent {
             switch signal {
             case .hangup:
                 reloadConfig()
+            case .child:
+                hooks.reap()
             case .terminate, .interrupt:
                 if case .stopping = state {
                     logger.warning("second stop signal: exiting at once")
