@@ -46,8 +46,7 @@ extension Agent {
             if outcome == .failed { handledFailure = true }
             JobLog.filed(record, at: filed, logger: logger)
             announce(record, filedAt: filed)
-            metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
-            metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
+            metrics?.filed(record)
         } catch where error.code == ENOENT && !FileSystem.exists(spool.work + "/" + job.workName) {
             // Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records
             // that prove its published files are its own are put back for when it returns.

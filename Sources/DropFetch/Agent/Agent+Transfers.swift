@@ -237,7 +237,7 @@ extension Agent {
             job.downloads[index] = download
             job.record.retryAt = Timestamp.format(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000))
             scheduler.enqueue(entry(for: job, index), due: due)
-            metrics?.retries += 1
+            metrics?.retried()
             saveState(job)
         case .fail:
             job.downloads[index] = download

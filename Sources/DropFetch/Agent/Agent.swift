@@ -90,7 +90,10 @@ public final class Agent {
         spool.crashPlan = crashPlan
         hooks = HookRunner(logger: logger)
         let id = agentID
-        metrics = config.metricsFile.map { MetricsFile(path: Agent.absolute($0), agent: id) }
+        let hold = spool.hold
+        metrics = config.metricsFile.map {
+            MetricsFile(path: Agent.absolute($0), agent: id, spoolRoot: root, holdFolder: hold, logger: logger)
+        }
         destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
         multi = try CurlMulti()
         scheduler = Scheduler(order: config.order)
@@ -101,6 +104,7 @@ public final class Agent {
     public func run() -> ExitStatus {
         do {
             try spool.open()
+            metrics?.loadCounters()
             try FileSystem.makeDirectories(destinationRoot)
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
             workWatcher = try WorkFolderWatcher(folder: spool.work)
@@ -161,6 +165,7 @@ public final class Agent {
                 if changes.needsRescan { scanInbox() }
             }
             housekeeping()
+            metrics?.writeIfDue(now: MonotonicClock.now(), metricsGauges)
             notifier?.turn {
                 ServiceNotifier.Counts(queued: scheduler.readyCount, active: table.runningCount,
                                        waiting: scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
@@ -183,12 +188,14 @@ public final class Agent {
         return true
     }
 
+    /// What the metrics file's gauges say now.
+    private var metricsGauges: MetricsFile.Gauges {
+        MetricsFile.Gauges(active: table.runningCount, ready: scheduler.readyCount, waiting: scheduler.waitingCount,
+                           inbox: inbox.count)
+    }
+
     func writeMetrics() {
-        do {
-            try metrics?.write(active: table.runningCount, ready: scheduler.readyCount, waiting: scheduler.waitingCount)
-        } catch {
-            logger.warning("cannot write metrics_file: \(error)")
-        }
+        metrics?.write(now: MonotonicClock.now(), metricsGauges)
     }
 
     /// DESIGN precedence: 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
@@ -218,6 +225,7 @@ public final class Agent {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
+        if let due = metrics?.nextWrite(metricsGauges) { deadline = min(deadline, due) }
         // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.
         if hooks.isRunning, signals == nil || options.once, let until = hooks.waitUntil {
             deadline = min(deadline, signals == nil ? now + 100 : until)
@@ -235,7 +243,6 @@ public final class Agent {
             lastStateRefresh = now
             meterTransfers(now: now)
             refreshStateFiles()
-            writeMetrics()
         }
         for (job, record) in table.filingDue(now: now) { file(job, record) }
         if inbox.nextSettleCheck.map({ $0 <= Agent.wallNanoseconds() }) == true { recheckUnsettled() }
