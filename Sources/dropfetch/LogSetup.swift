@@ -73,13 +73,16 @@ enum LogSetup {
 
 /// One write(2) per line, so concurrent writers do not interleave within a line.
 enum FileHandleStream {
-    static func write(_ text: String, to descriptor: Int32) {
+    /// Writes all of `text`; false when the descriptor refuses (a closed pipe).
+    @discardableResult
+    static func write(_ text: String, to descriptor: Int32) -> Bool {
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 { if errno == EINTR { continue } else { return } }
+            if written < 0 { if errno == EINTR { continue } else { return false } }
             offset += written
         }
+        return true
     }
 }
