@@ -3,13 +3,15 @@ import Glibc
 import Logging
 
 /// Log lines to stderr in logfmt (`ts=… level=info msg="job done" job=a.url url=… bytes=…`), each
-/// value quoted and escaped where it must be (Logfmt). Under systemd (`$JOURNAL_STREAM` naming
-/// stderr's device and inode) a line is the sd-daemon(3) `<N>` priority prefix, the message, then
-/// the fields: the journal keeps the time and the level itself.
+/// value quoted and escaped where it must be (Logfmt), through `TerminalOutput` so that they
+/// appear above the live progress. Under systemd (`$JOURNAL_STREAM` naming stderr's device and
+/// inode) a line is the sd-daemon(3) `<N>` priority prefix, the message, then the fields: the
+/// journal keeps the time and the level itself.
 struct StderrLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
     let journal: Bool
+    let output: TerminalOutput
 
     /// Fields written first, in this order; the rest follow sorted by name.
     static let leadingKeys = ["job", "state", "url", "file", "bytes", "duration", "speed", "attempt", "attempts",
@@ -29,7 +31,7 @@ struct StderrLogHandler: LogHandler {
         }
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
         for key in StderrLogHandler.ordered(merged.keys) { line += " " + Logfmt.pair(key, "\(merged[key]!)") }
-        FileHandleStream.write(line + "\n", to: 2)
+        output.log(line)
     }
 
     /// The keys of a line: the leading ones first, the rest by name.
@@ -64,10 +66,17 @@ enum LogSetup {
     /// Whether stderr is the journal stream (`$JOURNAL_STREAM` names it), read once at start.
     static let journal = JournalStream.isStandardError()
 
-    static func bootstrap(level: Config.LogLevel) {
+    /// Installs the stderr handler at `level` (at least `warning` when `quiet`) and returns the
+    /// output it writes through, which also draws the progress of `run`.
+    @discardableResult
+    static func bootstrap(level: Config.LogLevel, quiet: Bool = false) -> TerminalOutput {
         let journal = LogSetup.journal
-        let swiftLevel = Logger.Level(rawValue: level.rawValue) ?? .info
-        LoggingSystem.bootstrap { _ in StderrLogHandler(logLevel: swiftLevel, journal: journal) }
+        var swiftLevel = Logger.Level(rawValue: level.rawValue) ?? .info
+        if quiet, swiftLevel < .warning { swiftLevel = .warning }
+        let output = TerminalOutput.forStandardError(journal: journal, quiet: quiet)
+        let chosen = swiftLevel
+        LoggingSystem.bootstrap { _ in StderrLogHandler(logLevel: chosen, journal: journal, output: output) }
+        return output
     }
 }
 

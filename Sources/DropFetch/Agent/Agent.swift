@@ -12,11 +12,16 @@ public final class Agent {
         public var handleSignals = false
         /// The config file, reloaded on SIGHUP; nil when running on built-in defaults.
         public var configPath: String?
+        /// Told what runs, from the loop, at most 10 times a second while transfers run (the
+        /// terminal progress of `dropfetch run`); nil costs nothing.
+        public var progress: ProgressObserver?
 
-        public init(once: Bool = false, handleSignals: Bool = false, configPath: String? = nil) {
+        public init(once: Bool = false, handleSignals: Bool = false, configPath: String? = nil,
+                    progress: ProgressObserver? = nil) {
             self.once = once
             self.handleSignals = handleSignals
             self.configPath = configPath
+            self.progress = progress
         }
     }
 
@@ -54,6 +59,8 @@ public final class Agent {
     let crashPlan = CrashPlan.fromEnvironment()
     let hooks: HookRunner
     var metrics: MetricsFile?
+    /// Calls `options.progress`; nil without an observer.
+    private var progress: ProgressReporter?
     /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
     lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
 
@@ -94,6 +101,7 @@ public final class Agent {
         metrics = config.metricsFile.map {
             MetricsFile(path: Agent.absolute($0), agent: id, spoolRoot: root, holdFolder: hold, logger: logger)
         }
+        progress = options.progress.map(ProgressReporter.init)
         destinationRoot = Agent.absolute(config.destination ?? root + "/downloads")
         multi = try CurlMulti()
         scheduler = Scheduler(order: config.order)
@@ -165,7 +173,11 @@ public final class Agent {
                 if changes.needsRescan { scanInbox() }
             }
             housekeeping()
-            metrics?.writeIfDue(now: MonotonicClock.now(), metricsGauges)
+            let now = MonotonicClock.now()
+            progress?.reportIfDue(now: now, running: table.runningCount) {
+                ProgressReporter.snapshot(of: table, queued: scheduler.readyCount, waiting: scheduler.waitingCount)
+            }
+            metrics?.writeIfDue(now: now, metricsGauges)
             notifier?.turn {
                 ServiceNotifier.Counts(queued: scheduler.readyCount, active: table.runningCount,
                                        waiting: scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
@@ -225,6 +237,7 @@ public final class Agent {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
+        if let due = progress?.deadline(running: table.runningCount) { deadline = min(deadline, due) }
         if let due = metrics?.nextWrite(metricsGauges) { deadline = min(deadline, due) }
         // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.
         if hooks.isRunning, signals == nil || options.once, let until = hooks.waitUntil {
