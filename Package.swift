@@ -38,6 +38,6 @@ let package = Package(
             ]),
         .testTarget(
             name: "DropFetchTests",
-            dependencies: ["DropFetch"]),
+            dependencies: ["DropFetch", .product(name: "Logging", package: "swift-log")]),
     ]
 )

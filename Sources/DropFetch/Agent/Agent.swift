@@ -12,11 +12,16 @@ public final class Agent {
         public var handleSignals = false
         /// The config file, reloaded on SIGHUP; nil when running on built-in defaults.
         public var configPath: String?
+        /// Told what runs, from the loop, at most 10 times a second while transfers run (the
+        /// terminal progress of `dropfetch run`); nil costs nothing.
+        public var progress: ProgressObserver?
 
-        public init(once: Bool = false, handleSignals: Bool = false, configPath: String? = nil) {
+        public init(once: Bool = false, handleSignals: Bool = false, configPath: String? = nil,
+                    progress: ProgressObserver? = nil) {
             self.once = once
             self.handleSignals = handleSignals
             self.configPath = configPath
+            self.progress = progress
         }
     }
 
@@ -47,6 +52,8 @@ public final class Agent {
     private var configWatcher: ConfigWatcher?
     private var workWatcher: WorkFolderWatcher?
     private var state = State.running
+    /// Calls `options.progress`; nil without an observer.
+    private var progress: ProgressReporter?
     /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
     lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
     /// When `run --once` began (monotonic ms): unsettled inbox files are waited for until `once_wait`.
@@ -86,12 +93,14 @@ public final class Agent {
         runner.bandwidth = bandwidth
         filer.intake = intake
         recovery.intake = intake
+        progress = options.progress.map(ProgressReporter.init)
     }
 
     /// Runs until stopped (daemon) or until the work present at start is over (`once`).
     public func run() -> ExitStatus {
         do {
             try spool.open()
+            context.metrics?.loadCounters()
             try FileSystem.makeDirectories(context.destinationRoot)
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
             workWatcher = try WorkFolderWatcher(folder: spool.work)
@@ -155,6 +164,11 @@ public final class Agent {
                 if changes.needsRescan { intake.scanInbox() }
             }
             housekeeping()
+            let now = MonotonicClock.now()
+            progress?.reportIfDue(now: now, running: table.runningCount) {
+                ProgressReporter.snapshot(of: table, queued: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount)
+            }
+            context.metrics?.writeIfDue(now: now, metricsGauges)
             notifier?.turn {
                 ServiceNotifier.Counts(queued: runner.scheduler.readyCount, active: table.runningCount,
                                        waiting: runner.scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
@@ -172,15 +186,19 @@ public final class Agent {
         if let due = runner.scheduler.nextDue, due <= horizon { return false }
         if let due = table.nextFilingDue, due <= horizon { return false }
         if intake.inbox.unsettledCount > 0, now < Agent.adding(startedAt, config.onceWait) { return false }
+        // Hooks are part of the run: their outcome is logged before it ends (within a bound).
+        if let until = context.hooks.waitUntil, now < until { return false }
         return true
     }
 
+    /// What the metrics file's gauges say now.
+    private var metricsGauges: MetricsFile.Gauges {
+        MetricsFile.Gauges(active: table.runningCount, ready: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount,
+                           inbox: intake.inbox.count)
+    }
+
     func writeMetrics() {
-        do {
-            try context.metrics?.write(active: table.runningCount, ready: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount)
-        } catch {
-            logger.warning("cannot write metrics_file: \(error)")
-        }
+        context.metrics?.write(now: MonotonicClock.now(), metricsGauges)
     }
 
     /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
@@ -210,6 +228,12 @@ public final class Agent {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
+        if let due = progress?.deadline(running: table.runningCount) { deadline = min(deadline, due) }
+        if let due = context.metrics?.nextWrite(metricsGauges) { deadline = min(deadline, due) }
+        // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.
+        if context.hooks.isRunning, signals == nil || options.once, let until = context.hooks.waitUntil {
+            deadline = min(deadline, signals == nil ? now + 100 : until)
+        }
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
@@ -223,7 +247,6 @@ public final class Agent {
             runner.lastStateRefresh = now
             bandwidth.meterTransfers(now: now)
             filer.refreshStateFiles()
-            writeMetrics()
         }
         for (job, record) in table.filingDue(now: now) { filer.file(job, record) }
         if intake.inbox.nextSettleCheck.map({ $0 <= Agent.wallNanoseconds() }) == true { intake.recheckUnsettled() }
@@ -255,6 +278,8 @@ public final class Agent {
             switch signal {
             case .hangup:
                 reloadConfig()
+            case .child:
+                context.hooks.reap()
             case .terminate, .interrupt:
                 if case .stopping = state {
                     logger.warning("second stop signal: exiting at once")

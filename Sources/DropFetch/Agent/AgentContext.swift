@@ -30,7 +30,9 @@ final class AgentContext {
         self.multi = multi
         self.crashPlan = crashPlan
         hooks = HookRunner(logger: logger)
-        metrics = config.metricsFile.map { MetricsFile(path: Agent.absolute($0), agent: agentID) }
+        metrics = config.metricsFile.map {
+            MetricsFile(path: Agent.absolute($0), agent: agentID, spoolRoot: spool.root, holdFolder: spool.hold, logger: logger)
+        }
     }
 }
 

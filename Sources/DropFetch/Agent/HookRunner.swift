@@ -4,12 +4,30 @@ import Logging
 
 /// Runs the config's `hooks` (argv, never through a shell) with posix_spawnp(3): the signal mask the
 /// agent blocks for its signalfd is cleared in the child, only descriptors 0, 1 and 2 reach it, and
-/// finished children are reaped with waitpid(2) from the event loop.
+/// finished children are reaped with waitpid(2) from the event loop (woken by SIGCHLD), each outcome
+/// logged with the hook and the job.
 final class HookRunner {
+    /// A hook that runs: which one, for which job, since when (monotonic ms).
+    private struct Child {
+        let event: String
+        let program: String
+        let job: String?
+        let started: Int64
+    }
+
+    /// How long `run --once` waits for its hooks to end before it exits, in ms.
+    static let onceGrace: Int64 = 30_000
+
     private let logger: Logger
-    private var children: Set<pid_t> = []
+    private var children: [pid_t: Child] = [:]
 
     init(logger: Logger) { self.logger = logger }
+
+    var isRunning: Bool { !children.isEmpty }
+
+    /// Until when (monotonic ms) the agent waits for the running hooks at the end of `run --once`:
+    /// `onceGrace` after the last one started; nil when none runs.
+    var waitUntil: Int64? { children.values.map(\.started).max().map { $0 + HookRunner.onceGrace } }
 
     /// Starts `argv` with `DROPFETCH_*` variables added to the agent's environment.
     func run(_ argv: [String], event: String, environment: [String: String]) {
@@ -17,12 +35,17 @@ final class HookRunner {
         var variables = Dictionary(currentEnvironment()) { first, _ in first }
         for (key, value) in environment { variables[key] = value }
         let envp = variables.map { "\($0.key)=\($0.value)" }
+        let job = environment["DROPFETCH_JOB"]
+        var fields: Logger.Metadata = ["hook": "\(event)", "program": "\(program)"]
+        if let job { fields["job"] = "\(job)" }
         do {
             let pid = try HookRunner.spawn(program, argv, envp)
-            children.insert(pid)
-            logger.debug("hook \(event) started", metadata: ["pid": "\(pid)", "program": "\(program)"])
+            children[pid] = Child(event: event, program: program, job: job, started: MonotonicClock.now())
+            fields["pid"] = "\(pid)"
+            logger.debug("hook started", metadata: fields)
         } catch {
-            logger.error("hook \(event) could not start \(program): \(error)")
+            fields["error"] = "\(error)"
+            logger.error("hook could not start", metadata: fields)
         }
     }
 
@@ -65,17 +88,30 @@ final class HookRunner {
         if code != 0 { throw SystemError(code: code, operation: operation, path: path) }
     }
 
-    /// Collects exited hooks without blocking, logging the ones that failed.
+    /// Collects exited hooks without blocking: `hook done` at info, `hook failed` at warning
+    /// (exit status or signal), each naming the hook, its program and the job.
     func reap() {
         guard !children.isEmpty else { return }
-        for pid in children {
+        for (pid, child) in children {
             var status: Int32 = 0
             let result = waitpid(pid, &status, WNOHANG)
             guard result == pid || (result == -1 && errno == ECHILD) else { continue }
-            children.remove(pid)
-            let exitCode = (status >> 8) & 0xFF
-            if result == pid, status != 0 {
-                logger.warning("hook exited with status \(exitCode)", metadata: ["pid": "\(pid)"])
+            children[pid] = nil
+            var fields: Logger.Metadata = [
+                "hook": "\(child.event)", "program": "\(child.program)", "pid": "\(pid)",
+                "duration": "\(HumanUnits.seconds(Double(MonotonicClock.now() - child.started) / 1000))",
+            ]
+            if let job = child.job { fields["job"] = "\(job)" }
+            guard result == pid else { continue }
+            let signal = status & 0x7F
+            if status == 0 {
+                logger.info("hook done", metadata: fields)
+            } else if signal != 0 {
+                fields["signal"] = "\(signal)"
+                logger.warning("hook failed", metadata: fields)
+            } else {
+                fields["exit_status"] = "\((status >> 8) & 0xFF)"
+                logger.warning("hook failed", metadata: fields)
             }
         }
     }

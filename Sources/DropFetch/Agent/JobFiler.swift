@@ -23,7 +23,6 @@ final class JobFiler: AgentPart {
             record.downloads[index].state = .failed
             record.downloads[index].error = failure
         }
-        logger.warning("job failed: \(failure.message)", metadata: ["job": "\(record.job)", "kind": "\(failure.kind.rawValue)"])
         let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: record.job, claim: 0),
                       spec: JobSpec(downloads: []), record: record, arrival: 0)
         table.add(job)
@@ -55,10 +54,9 @@ final class JobFiler: AgentPart {
                 for case let (folder, name, _)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
             }
             if outcome == .failed { handledFailure = true }
-            logger.info("job \(record.state.rawValue)", metadata: ["job": "\(record.job)", "attempts": "\(record.attempts)"])
+            JobLog.filed(record, at: filed, logger: logger)
             announce(record, filedAt: filed)
-            context.metrics?.jobsFiled[record.state.rawValue, default: 0] += 1
-            context.metrics?.bytesDownloaded += record.downloads.filter { $0.state == .done }.reduce(0) { $0 + $1.bytes }
+            context.metrics?.filed(record)
         } catch where error.code == ENOENT && !FileSystem.exists(spool.work + "/" + job.workName) {
             // Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records
             // that prove its published files are its own are put back for when it returns.

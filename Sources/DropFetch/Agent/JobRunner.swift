@@ -121,8 +121,7 @@ final class JobRunner: AgentPart {
         if job.record.started == nil { job.record.started = Timestamp.now() }
         if recordsState { filer.saveState(job) }
         bandwidth.applyRateLimits()
-        logger.debug("started", metadata: ["job": "\(job.record.job)", "url": "\(download.status.url)",
-                                           "from": "\(transfer.requestedOffset)"])
+        JobLog.started(job, index, from: transfer.requestedOffset, logger: logger)
     }
 
     /// Handles a transfer libcurl reports as done.
@@ -264,16 +263,14 @@ final class JobRunner: AgentPart {
         let round = RetryPolicy.Round(mirrorsTried: download.mirrorsTried, mirrorCount: download.spec.urls.count,
                                       attempt: download.attempt, earlierRetryable: download.roundRetryable)
         if RetryPolicy.isRetryable(outcome, policy: policy) { download.roundRetryable = true }
-        logger.warning("attempt failed: \(failure.failure)", metadata: [
-            "job": "\(job.record.job)", "url": "\(Redaction.url(download.currentURL))", "attempt": "\(download.attempt)",
-        ])
-        switch RetryPolicy.decide(outcome, round, policy: policy, jitter: Double.random(in: 0..<1)) {
+        let decision = RetryPolicy.decide(outcome, round, policy: policy, jitter: Double.random(in: 0..<1))
+        JobLog.attemptFailed(job, download, failure, decision, logger: logger)
+        switch decision {
         case .nextMirror:
             download.mirror = (download.mirror + 1) % download.spec.urls.count
             download.status.state = .queued
             download.phase = .queued
             job.downloads[index] = download
-            logger.info("trying the next mirror", metadata: ["job": "\(job.record.job)"])
             scheduler.enqueue(job.schedulerEntry(index))
         case .retry(let delay):
             let due = MonotonicClock.now() + Int64(delay.milliseconds)
@@ -283,8 +280,7 @@ final class JobRunner: AgentPart {
             job.downloads[index] = download
             job.record.retryAt = Timestamp.format(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000))
             scheduler.enqueue(job.schedulerEntry(index), due: due)
-            logger.info("retry in \(delay.milliseconds) ms", metadata: ["job": "\(job.record.job)"])
-            context.metrics?.retries += 1
+            context.metrics?.retried()
             filer.saveState(job)
         case .fail:
             job.downloads[index] = download

@@ -1,70 +1,188 @@
 import Glibc
+import Logging
 
 /// The `metrics_file`: Prometheus text exposition format (version 0.0.4) for node-exporter's
 /// textfile collector, replaced atomically so the collector never reads half a file.
-struct MetricsFile {
-    let path: String
-    let agent: String
-    var jobsFiled: [String: Int] = [:]
-    var bytesDownloaded: Int64 = 0
-    var retries = 0
-    /// Bytes received by the transfers of each class, finished or not (TransferMeter).
-    var bytesByClass: [String: Int64] = [:]
-    /// The agent's loop marks each turn's start and end here.
-    var loopStall = LoopStall()
-
-    init(path: String, agent: String) {
-        self.path = path
-        self.agent = agent
+///
+/// Counters continue across runs (`MetricsCounters`, persisted in the spool); bytes count as
+/// they arrive. The file is written when something changed, at most once a second, so an idle
+/// agent writes nothing and sets no timer for it. A failing write warns once, then at most once
+/// an hour, and says so when it works again.
+final class MetricsFile {
+    /// What the agent holds now, read each loop turn (cheap: no system call).
+    struct Gauges: Equatable {
+        var active = 0
+        var ready = 0
+        var waiting = 0
+        var inbox = 0
     }
 
-    func text(active: Int, ready: Int, waiting: Int) -> String {
+    /// The shortest time between two writes, in ms.
+    static let interval: Int64 = 1000
+    /// The shortest time between two warnings about one failing file, in ms.
+    static let warningInterval: Int64 = 3_600_000
+
+    let path: String
+    let agent: String
+    /// The agent's loop marks each turn's start and end here (dropfetch_loop_stall_seconds).
+    var loopStall = LoopStall()
+    /// `<spool>/.metrics.<agent>.json`.
+    let countersPath: String
+    /// `<spool>/hold`, counted for the held gauge when the file is written.
+    let holdFolder: String
+    private let logger: Logger
+    /// What earlier runs counted.
+    private var carried = MetricsCounters()
+    /// What this run counted.
+    private var current = MetricsCounters()
+    private var changed = true
+    private var writtenGauges: Gauges?
+    private var lastWrite = Int64.min
+    /// When each failing file was last warned about (monotonic ms).
+    private var warnedAt: [String: Int64] = [:]
+
+    init(path: String, agent: String, spoolRoot: String, holdFolder: String, logger: Logger) {
+        self.path = path
+        self.agent = agent
+        countersPath = spoolRoot + "/.metrics." + agent + ".json"
+        self.holdFolder = holdFolder
+        self.logger = logger
+    }
+
+    /// Bytes received by the transfers of each class in this run (TransferMeter), unfinished
+    /// downloads included.
+    var bytesByClass: [String: Int64] {
+        get { current.receivedBytes }
+        set {
+            guard newValue != current.receivedBytes else { return }
+            current.receivedBytes = newValue
+            changed = true
+        }
+    }
+
+    /// The counters of this run and the earlier ones together.
+    var counters: MetricsCounters { carried.adding(current) }
+
+    /// Takes up the counters of earlier runs; a missing file starts from zero, an unreadable one
+    /// too, with a warning.
+    func loadCounters() {
+        do {
+            let file = try FileDescriptor.open(countersPath, flags: O_RDONLY | O_NOFOLLOW)
+            let bytes = try file.readAll(limit: 1 << 20)
+            guard let saved = MetricsCounters.decode(bytes) else {
+                logger.warning("metrics counters unreadable, counting from zero", metadata: ["file": "\(countersPath)"])
+                return
+            }
+            carried = saved
+        } catch where error.code == ENOENT {
+            return
+        } catch {
+            logger.warning("cannot read the metrics counters, counting from zero",
+                           metadata: ["file": "\(countersPath)", "error": "\(error)"])
+        }
+    }
+
+    /// Counts a filed job; a done one is the last success.
+    func filed(_ record: StatusRecord) {
+        current.jobs[record.state.rawValue, default: 0] += 1
+        if record.state == .done { current.lastSuccess = Int64(time(nil)) }
+        changed = true
+    }
+
+    /// Counts an attempt that failed and was scheduled again.
+    func retried() {
+        current.retries += 1
+        changed = true
+    }
+
+    /// When the file should next be written (monotonic ms): nil while nothing changed.
+    func nextWrite(_ gauges: Gauges) -> Int64? {
+        guard changed || gauges != writtenGauges else { return nil }
+        return lastWrite == .min ? 0 : lastWrite + MetricsFile.interval
+    }
+
+    /// Writes the file (and the counters) when something changed and the last write is a second old.
+    func writeIfDue(now: Int64, _ gauges: Gauges) {
+        guard let due = nextWrite(gauges), now >= due else { return }
+        write(now: now, gauges)
+    }
+
+    /// Writes the counters, then the file, whatever changed.
+    func write(now: Int64, _ gauges: Gauges) {
+        lastWrite = now
+        changed = false
+        writtenGauges = gauges
+        let total = counters
+        attempt(countersPath, now: now, what: "metrics counters") {
+            try AtomicFile.write(total.encoded(), to: countersPath, durable: false)
+        }
+        let held = SpoolStatus.heldCount(in: holdFolder)
+        attempt(path, now: now, what: "metrics_file") {
+            try AtomicFile.write(Array(text(total, gauges, held: held).utf8), to: path, durable: false)
+        }
+    }
+
+    /// Runs one write; a failure warns once an hour at most, a recovery says so once.
+    private func attempt(_ target: String, now: Int64, what: String, _ body: () throws -> Void) {
+        do {
+            try body()
+            if warnedAt.removeValue(forKey: target) != nil {
+                logger.info("\(what) written again", metadata: ["file": "\(target)"])
+            }
+        } catch {
+            if let last = warnedAt[target], now - last < MetricsFile.warningInterval { return }
+            warnedAt[target] = now
+            logger.warning("cannot write \(what); next warning in an hour at the earliest",
+                           metadata: ["file": "\(target)", "error": "\(error)"])
+        }
+    }
+
+    func text(_ counters: MetricsCounters, _ gauges: Gauges, held: Int) -> String {
         let label = "agent=\"\(MetricsFile.labelValue(agent))\""
-        var lines = [
-            "# HELP dropfetch_jobs_total Jobs filed in done/ or failed/ since the agent started.",
-            "# TYPE dropfetch_jobs_total counter",
-        ]
-        for state in ["done", "failed", "cancelled"] {
-            lines.append("dropfetch_jobs_total{\(label),state=\"\(state)\"} \(jobsFiled[state, default: 0])")
+        var lines: [String] = []
+        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
+            lines += ["# HELP \(name) \(help)", "# TYPE \(name) \(type)"]
+            for (labels, value) in samples { lines.append("\(name){\(label)\(labels)} \(value)") }
         }
-        lines += [
-            "# HELP dropfetch_downloaded_bytes_total Bytes of finished downloads since the agent started.",
-            "# TYPE dropfetch_downloaded_bytes_total counter",
-            "dropfetch_downloaded_bytes_total{\(label)} \(bytesDownloaded)",
-            "# HELP dropfetch_received_bytes_total Bytes received by class since the agent started, unfinished downloads included.",
-            "# TYPE dropfetch_received_bytes_total counter",
-        ]
-        for (name, bytes) in bytesByClass.sorted(by: { $0.key < $1.key }) {
-            lines.append("dropfetch_received_bytes_total{\(label),class=\"\(MetricsFile.labelValue(name))\"} \(bytes)")
-        }
-        lines += [
-            "# HELP dropfetch_retries_total Attempts that failed and were scheduled again.",
-            "# TYPE dropfetch_retries_total counter",
-            "dropfetch_retries_total{\(label)} \(retries)",
-            "# HELP dropfetch_transfers_active Downloads running now.",
-            "# TYPE dropfetch_transfers_active gauge",
-            "dropfetch_transfers_active{\(label)} \(active)",
-            "# HELP dropfetch_queue_ready Downloads ready to start.",
-            "# TYPE dropfetch_queue_ready gauge",
-            "dropfetch_queue_ready{\(label)} \(ready)",
-            "# HELP dropfetch_queue_waiting Downloads waiting for a retry.",
-            "# TYPE dropfetch_queue_waiting gauge",
-            "dropfetch_queue_waiting{\(label)} \(waiting)",
-            "# HELP dropfetch_loop_stall_seconds The longest turn of the event loop (its work between two waits) over the last minute.",
-            "# TYPE dropfetch_loop_stall_seconds gauge",
-            "dropfetch_loop_stall_seconds{\(label)} \(loopStall.longest(at: LoopStall.now()))",
-        ]
+        metric("dropfetch_build_info", "gauge", "The dropfetch version; always 1.",
+               [(",version=\"\(MetricsFile.labelValue(DropFetchVersion.string))\"", "1")])
+        metric("dropfetch_jobs_total", "counter", "Jobs filed in done/ or failed/, counted across runs.",
+               ["done", "failed", "cancelled"].map { (",state=\"\($0)\"", "\(counters.jobs[$0, default: 0])") })
+        metric("dropfetch_downloaded_bytes_total", "counter",
+               "Bytes received from servers, counted as they arrive (unfinished downloads included).",
+               [("", "\(counters.totalReceived)")])
+        metric("dropfetch_received_bytes_total", "counter", "Bytes received by class, counted as they arrive.",
+               counters.receivedBytes.sorted { $0.key < $1.key }.map {
+                   (",class=\"\(MetricsFile.labelValue($0.key))\"", "\($0.value)")
+               })
+        metric("dropfetch_retries_total", "counter", "Attempts that failed and were scheduled again.",
+               [("", "\(counters.retries)")])
+        metric("dropfetch_last_success_timestamp_seconds", "gauge",
+               "When a job was last filed as done (Unix time); 0 before the first.", [("", "\(counters.lastSuccess ?? 0)")])
+        metric("dropfetch_transfers_active", "gauge", "Downloads running now.", [("", "\(gauges.active)")])
+        metric("dropfetch_queue_ready", "gauge", "Downloads ready to start.", [("", "\(gauges.ready)")])
+        metric("dropfetch_queue_waiting", "gauge", "Downloads waiting for a retry, free space or a name's owner.",
+               [("", "\(gauges.waiting)")])
+        metric("dropfetch_inbox_jobs", "gauge", "Jobs in the inbox not yet claimed.", [("", "\(gauges.inbox)")])
+        metric("dropfetch_held_jobs", "gauge", "Jobs in hold/.", [("", "\(held)")])
+        metric("dropfetch_loop_stall_seconds", "gauge",
+               "The longest turn of the event loop (its work between two waits) over the last minute.",
+               [("", "\(loopStall.longest(at: LoopStall.now()))")])
         return lines.joined(separator: "\n") + "\n"
     }
 
     /// A label value with `\`, `"` and line feeds escaped (Prometheus text format 0.0.4).
     static func labelValue(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
-    }
-
-    func write(active: Int, ready: Int, waiting: Int) throws(SystemError) {
-        try AtomicFile.write(Array(text(active: active, ready: ready, waiting: waiting).utf8), to: path, durable: false)
+        var result = ""
+        for character in text {
+            switch character {
+            case "\\": result += "\\\\"
+            case "\"": result += "\\\""
+            case "\n": result += "\\n"
+            default: result.append(character)
+            }
+        }
+        return result
     }
 }
 

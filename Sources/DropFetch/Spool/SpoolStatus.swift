@@ -8,8 +8,10 @@ public struct SpoolStatus: Sendable {
     public var active: [StatusRecord]
     /// State files of claimed jobs that are queued or waiting for a retry.
     public var waiting: [StatusRecord]
-    /// Jobs in hold/ (name only: they have no state).
+    /// Jobs in hold/ by file name.
     public var held: [String]
+    /// The state a held job took along into hold/ (attempts, partial data, last error), by file name.
+    public var heldStates: [String: StatusRecord] = [:]
     /// The newest status records of done/ and failed/, newest first.
     public var recent: [StatusRecord]
 
@@ -29,6 +31,10 @@ public struct SpoolStatus: Sendable {
             }
         }
         let held = ((try? FileSystem.entries(of: spool.hold)) ?? []).map(\.name).filter(Spool.isJobName).sorted()
+        var heldStates: [String: StatusRecord] = [:]
+        for name in held {
+            heldStates[name] = readRecord(spool.hold + "/" + Spool.stateName(forJob: name))
+        }
         var finished: [(modified: Int64, path: String)] = []
         for folder in [spool.done, spool.failed] {
             for entry in (try? FileSystem.entries(of: folder)) ?? [] where entry.name.hasSuffix(".status.json") {
@@ -39,7 +45,7 @@ public struct SpoolStatus: Sendable {
         }
         let recent = finished.sorted { $0.modified > $1.modified }.prefix(recentLimit).compactMap { readRecord($0.path) }
         return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
-                           waiting: waiting.sorted { $0.job < $1.job }, held: held, recent: recent)
+                           waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent)
     }
 
     /// The number of jobs in a hold/ folder (one readdir(3)); 0 when it cannot be read.
@@ -58,42 +64,19 @@ public struct SpoolStatus: Sendable {
         func list(_ records: [StatusRecord]) -> String {
             "[" + records.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",\n") + "]"
         }
-        let heldRecords = held.map {
-            StatusRecord(job: $0, state: .queued, className: "default", priority: 0, agent: "", submitted: "")
+        let heldRecords = held.map { name in
+            guard var record = heldStates[name] else {
+                return StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: "", submitted: "")
+            }
+            // What it was doing when held is over: it waits for a release.
+            record.state = .queued
+            record.retryAt = nil
+            return record
         }
         return "{\n\"inbox\": \(inbox),\n\"active\": \(list(active)),\n\"waiting\": \(list(waiting)),\n"
             + "\"held\": \(list(heldRecords)),\n\"recent\": \(list(recent))\n}"
     }
 
-    /// A short table for people.
-    public func text() -> String {
-        var lines = ["inbox: \(inbox)   active: \(active.count)   waiting: \(waiting.count)   held: \(held.count)"]
-        for record in active {
-            for download in record.downloads where download.state == .running {
-                let size = download.size.map { " of \($0)" } ?? ""
-                let percent = download.size.map { $0 > 0 ? " (\(download.bytes * 100 / $0)%)" : "" } ?? ""
-                let speed = download.bytesPerSecond.map { "  \(SpoolStatus.rate($0))" } ?? ""
-                let limit = download.rateLimit.map { "  (limit \(SpoolStatus.rate($0)))" } ?? ""
-                lines.append("  running  \(record.job)  \(download.bytes)\(size) bytes\(percent)\(speed)\(limit)  \(download.url)")
-            }
-        }
-        for record in waiting {
-            lines.append("  \(record.state.rawValue)  \(record.job)\(record.retryAt.map { "  retry at \($0)" } ?? "")")
-        }
-        for name in held { lines.append("  held     \(name)") }
-        if !recent.isEmpty { lines.append("recent:") }
-        for record in recent {
-            let error = record.error.map { "  \($0.kind.rawValue): \($0.message)" } ?? ""
-            lines.append("  \(record.finished ?? "")  \(record.state.rawValue)  \(record.job)\(error)")
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    /// Bytes per second for people: `850 B/s`, `200.0 KB/s`, `4.5 MB/s` (powers of 1024, as the config's sizes).
-    static func rate(_ bytesPerSecond: Int64) -> String {
-        if bytesPerSecond < 1024 { return "\(bytesPerSecond) B/s" }
-        let (unit, scale): (String, Int64) = bytesPerSecond < 1 << 20 ? ("KB", 1 << 10) : ("MB", 1 << 20)
-        let tenths = (bytesPerSecond * 10 + scale / 2) / scale
-        return "\(tenths / 10).\(tenths % 10) \(unit)/s"
-    }
+    /// Aligned tables for people (StatusText), relative times counted from now.
+    public func text() -> String { StatusText.render(self, now: Int64(time(nil))) }
 }

@@ -1,16 +1,17 @@
 import CLinux
 import Glibc
 
-/// SIGTERM, SIGINT and SIGHUP delivered as readable events on a signalfd(2), so the event loop
-/// handles them like any other descriptor. The signals must be blocked in every thread first.
+/// SIGTERM, SIGINT, SIGHUP and SIGCHLD (a hook ended) delivered as readable events on a
+/// signalfd(2), so the event loop handles them like any other descriptor. The signals must be
+/// blocked in every thread first.
 final class SignalSource {
-    enum Signal: Sendable { case terminate, interrupt, hangup }
+    enum Signal: Sendable { case terminate, interrupt, hangup, child }
 
     private let descriptor: FileDescriptor
 
     var fileDescriptor: Int32 { descriptor.rawValue }
 
-    static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+    static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGCHLD]
 
     /// Blocks the handled signals in the calling thread (pthread_sigmask(3)); call before threads start.
     static func blockHandledSignals() {
@@ -38,6 +39,7 @@ final class SignalSource {
             case SIGTERM: result.append(.terminate)
             case SIGINT: result.append(.interrupt)
             case SIGHUP: result.append(.hangup)
+            case SIGCHLD: if !result.contains(.child) { result.append(.child) }
             default: break
             }
         }

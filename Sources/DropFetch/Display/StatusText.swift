@@ -1,0 +1,106 @@
+/// `dropfetch status` for people: a summary line, then aligned tables of the active downloads
+/// (progress, speed, ETA), the jobs waiting (next try, last error), the held jobs and the recent
+/// results, sizes in KiB/MiB/GiB.
+public enum StatusText {
+    /// The text of `status`, with relative times ("in 28s") counted from `now` (Unix seconds).
+    public static func render(_ status: SpoolStatus, now: Int64) -> String {
+        var lines = ["inbox: \(status.inbox)   active: \(status.active.count)   waiting: \(status.waiting.count)   "
+            + "held: \(status.held.count)"]
+        let sections = [
+            ("active", active(status.active)),
+            ("waiting", waiting(status.waiting, now: now)),
+            ("held", held(status)),
+            ("recent", recent(status.recent)),
+        ]
+        for (title, table) in sections where !table.isEmpty {
+            lines += ["", title + ":"] + table.lines(indent: "  ")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func active(_ records: [StatusRecord]) -> TextTable {
+        let limited = records.contains { $0.downloads.contains { $0.state == .running && $0.rateLimit != nil } }
+        var columns: [(String, TextTable.Alignment)] = [("JOB", .left), ("FILE", .left), ("DONE", .right), ("SIZE", .right),
+                                                        ("%", .right), ("SPEED", .right), ("ETA", .right)]
+        if limited { columns.append(("LIMIT", .right)) }
+        columns.append(("URL", .left))
+        var table = TextTable(columns)
+        for record in records {
+            for download in record.downloads where download.state == .running {
+                let file: String = download.file.map(baseName) ?? "-"
+                let size: String = download.size.map(HumanUnits.bytes) ?? "?"
+                let percent: String = HumanUnits.percent(bytes: download.bytes, size: download.size).map { "\($0)%" } ?? "-"
+                let speed: String = download.bytesPerSecond.map(HumanUnits.rate) ?? "-"
+                let eta: Int64? = HumanUnits.eta(bytes: download.bytes, size: download.size,
+                                                 bytesPerSecond: download.bytesPerSecond)
+                let etaText: String = eta.map { HumanUnits.duration(seconds: $0) } ?? "-"
+                var row: [String] = [record.job, file, HumanUnits.bytes(download.bytes), size, percent, speed, etaText]
+                if limited { row.append(download.rateLimit.map(HumanUnits.rate) ?? "-") }
+                row.append(download.url)
+                table.add(row)
+            }
+        }
+        return table
+    }
+
+    private static func waiting(_ records: [StatusRecord], now: Int64) -> TextTable {
+        var table = TextTable([("JOB", .left), ("STATE", .left), ("NEXT TRY", .left), ("ATTEMPTS", .right),
+                               ("DONE", .right), ("LAST ERROR", .left)])
+        for record in records {
+            table.add([record.job, record.state.rawValue, nextTry(record.retryAt, now: now), "\(record.attempts)",
+                       HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), lastError(record)])
+        }
+        return table
+    }
+
+    private static func held(_ status: SpoolStatus) -> TextTable {
+        var table = TextTable([("JOB", .left), ("ATTEMPTS", .right), ("DONE", .right), ("LAST ERROR", .left)])
+        for name in status.held {
+            guard let record = status.heldStates[name] else {
+                table.add([name, "-", "-", "-"])
+                continue
+            }
+            table.add([name, "\(record.attempts)", HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }),
+                       lastError(record)])
+        }
+        return table
+    }
+
+    private static func recent(_ records: [StatusRecord]) -> TextTable {
+        var table = TextTable([("FINISHED", .left), ("STATE", .left), ("JOB", .left), ("SIZE", .right),
+                               ("TIME", .right), ("ERROR", .left)])
+        for record in records {
+            let seconds = record.downloads.reduce(0) { $0 + $1.seconds }
+            table.add([record.finished ?? "-", record.state.rawValue, record.job,
+                       HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), elapsed(seconds),
+                       record.error.map { describe($0) } ?? ""])
+        }
+        return table
+    }
+
+    /// `2026-11-21T22:00:30Z (in 28s)`, `… (due)` once past, `-` when no retry is planned.
+    static func nextTry(_ retryAt: String?, now: Int64) -> String {
+        guard let retryAt else { return "-" }
+        guard let due = Timestamp.parse(retryAt) else { return retryAt }
+        return retryAt + (due > now ? " (in \(HumanUnits.duration(seconds: due - now)))" : " (due)")
+    }
+
+    /// The newest error a job met: a download's, else the job's; `-` when none.
+    static func lastError(_ record: StatusRecord) -> String {
+        (record.downloads.compactMap(\.error).first ?? record.error).map { describe($0) } ?? "-"
+    }
+
+    private static func describe(_ failure: Failure) -> String {
+        let text = failure.kind.rawValue + ": " + failure.message
+        return text.count > 100 ? String(text.prefix(99)) + "…" : text
+    }
+
+    /// `0.4s` under a minute, then `3m05s`.
+    static func elapsed(_ seconds: Double) -> String {
+        seconds < 60 ? HumanUnits.fixed(seconds, digits: 1) + "s" : HumanUnits.duration(seconds: Int64(seconds))
+    }
+
+    private static func baseName(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+}
