@@ -11,7 +11,8 @@
 #   make test-distributed  the multi-agent end-to-end tests on a real GlusterFS volume mounted twice
 #                  (installs glusterfs-server and glusterfs-client if missing; needs root and /dev/fuse;
 #                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
-#   make bench     release build, then bench/run.sh (installs nginx, aria2 and curl if missing)
+#   make bench     release build, then bench/run.sh: P1–P6 of issue 12 beside curl and aria2c, written to
+#                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
 
@@ -118,12 +119,16 @@ test-deps: deps
 	$(install_missing)
 
 # The bench needs the commands, however they were installed; nginx-light is the smallest nginx.
+# strace counts the idle daemon's wake-ups (P5); /usr/bin/time gives P6's CPU time.
 bench-deps: deps
 	@PATH="$$PATH:/usr/sbin:/sbin"; \
 	missing=""; \
 	command -v nginx >/dev/null 2>&1 || missing="$$missing nginx-light|nginx"; \
 	command -v aria2c >/dev/null 2>&1 || missing="$$missing aria2"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	[ -x /usr/bin/time ] || missing="$$missing time"; \
 	$(install_missing)
 
 build: deps

@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# Benchmarks dropfetch against curl --parallel and aria2c on a loopback nginx over a tmpfs workspace.
-# Scenarios: big = one BENCH_BIG_MB MiB file; small = BENCH_SMALL_COUNT files of 16 KiB at concurrency 16;
-# ratelimit = bench/ratelimit.sh: one file at the same per-download limit, achieved ÷ target for each tool.
-# Each tool runs BENCH_WARMUP unmeasured times, then BENCH_REPEAT measured times (tools interleaved);
-# the table shows the median wall time. Every run's output is verified; a wrong result fails the bench.
-# Environment: DROPFETCH (binary), BENCH_ONLY=big|small|ratelimit, BENCH_REPEAT (3), BENCH_WARMUP (1), BENCH_SMALL_COUNT (5000),
-# BENCH_BIG_MB (2048), BENCH_WORKDIR (a directory to use instead of tmpfs, e.g. to include a real disk),
-# BENCH_RATE (500K) and BENCH_RATE_MB (4) for ratelimit.
+# The performance cases of issue 12 (P1–P6), each beside its target and, where there is one, the
+# figures of curl and aria2c from the same run; see bench/README.md. Served data sits on tmpfs
+# (nginx on 127.0.0.1); downloads and spools go to a real disk (BENCH_DISK) wherever fsync matters.
+#   P1 one big file (BENCH_BIG_MB, 2048) to disk with fsync on, and to tmpfs with `digest: none`
+#   P2 BENCH_SMALL_COUNT (5000) × 16 KiB at concurrency 16, fsync on, spool and files on disk;
+#      also the longest loop turn (dropfetch_loop_stall_seconds) during those runs
+#   P3 drop → request latency over BENCH_P3_DROPS (200) drops, idle and while BENCH_P3_LOAD (20000)
+#      jobs run on another host (bench/p3-latency.py)
+#   P4 BENCH_P4_JOBS (100000) waiting jobs: time to the top-priority one's request, peak RSS; aria2c's
+#      peak RSS with the same list (bench/p4-bigqueue.py)
+#   P5 an idle daemon's wake-ups (poll calls by strace) over BENCH_P5_SECONDS (30) (bench/p5-idle.sh)
+#   P6 BENCH_P6_JOBS (8000) jobs on one host, total 4, per_host 2, fsync off: CPU time; curl and aria2c
+#      fetching the same two at a time (bench/p6-scheduler.sh)
+#   ratelimit: bench/ratelimit.sh
+# Each case runs BENCH_WARMUP (1, P1/P2/P6 only) unmeasured and BENCH_REPEAT (3) measured times,
+# tools interleaved; the tables show medians. Every P1/P2 run's output is verified.
+# Environment: DROPFETCH (binary), BENCH_ONLY (comma list of p1..p6, ratelimit; big = p1, small = p2),
+# BENCH_REPEAT, BENCH_WARMUP, BENCH_DISK (/var/tmp), BENCH_BIG_MB, BENCH_SMALL_COUNT, BENCH_P3_DROPS,
+# BENCH_P3_LOAD, BENCH_P3_REPEAT, BENCH_P4_JOBS, BENCH_P5_SECONDS, BENCH_P5_REPEAT, BENCH_P6_JOBS,
+# BENCH_RATE, BENCH_RATE_MB, BENCH_RESULTS (bench/RESULTS.md; empty: not written).
 set -euo pipefail
 export LC_ALL=C
 umask 022
@@ -18,7 +30,6 @@ cd "$ROOT"
 
 user_dropfetch=${DROPFETCH:-}
 DROPFETCH=${DROPFETCH:-.build/release/dropfetch}
-# A DROPFETCH given relative to the caller's folder also works; the default is relative to the repo root.
 if [[ -n $user_dropfetch && $DROPFETCH != /* && ! -e $DROPFETCH && -e $ORIG_PWD/$DROPFETCH ]]; then
     DROPFETCH=$ORIG_PWD/$DROPFETCH
 fi
@@ -27,9 +38,18 @@ DROPFETCH=$(realpath -m -- "$DROPFETCH")
 BENCH_ONLY=${BENCH_ONLY:-}
 BENCH_REPEAT=${BENCH_REPEAT:-3}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
-BENCH_SMALL_COUNT=${BENCH_SMALL_COUNT:-5000}
+BENCH_DISK=${BENCH_DISK:-/var/tmp}
 BENCH_BIG_MB=${BENCH_BIG_MB:-2048}
-BENCH_WORKDIR=${BENCH_WORKDIR:-}
+BENCH_SMALL_COUNT=${BENCH_SMALL_COUNT:-5000}
+BENCH_P3_DROPS=${BENCH_P3_DROPS:-200}
+BENCH_P3_LOAD=${BENCH_P3_LOAD:-20000}
+BENCH_P3_REPEAT=${BENCH_P3_REPEAT:-$BENCH_REPEAT}
+BENCH_P4_JOBS=${BENCH_P4_JOBS:-100000}
+BENCH_P5_SECONDS=${BENCH_P5_SECONDS:-30}
+BENCH_P5_REPEAT=${BENCH_P5_REPEAT:-$BENCH_REPEAT}
+BENCH_P6_JOBS=${BENCH_P6_JOBS:-8000}
+BENCH_RATE_MB=${BENCH_RATE_MB:-4}
+BENCH_RESULTS=${BENCH_RESULTS-$ROOT/bench/RESULTS.md}
 SMALL_KIB=16
 CONCURRENCY=16
 OUT_DIR=$ROOT/bench/out
@@ -38,25 +58,37 @@ die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'bench: %s\n' "$*" >&2; }
 is_uint() { [[ $1 =~ ^[0-9]+$ ]] && (( $1 > 0 )); }
 
-case $BENCH_ONLY in ''|big|small|ratelimit) ;; *) die "BENCH_ONLY must be big, small or ratelimit (got '$BENCH_ONLY')" ;; esac
-is_uint "$BENCH_REPEAT" || die "BENCH_REPEAT must be a positive integer"
+CASES=()
+for c in ${BENCH_ONLY//,/ }; do
+    case $c in
+        big) CASES+=(p1) ;; small) CASES+=(p2) ;;
+        p1|p2|p3|p4|p5|p6|ratelimit) CASES+=("$c") ;;
+        *) die "BENCH_ONLY: unknown case '$c' (p1 … p6, ratelimit; big, small)" ;;
+    esac
+done
+(( ${#CASES[@]} )) || CASES=(p1 p2 p3 p4 p5 p6 ratelimit)
+want() { [[ " ${CASES[*]} " == *" $1 "* ]]; }
+
+for v in BENCH_REPEAT BENCH_BIG_MB BENCH_SMALL_COUNT BENCH_P3_DROPS BENCH_P3_REPEAT BENCH_P4_JOBS \
+         BENCH_P5_SECONDS BENCH_P5_REPEAT BENCH_P6_JOBS BENCH_RATE_MB; do
+    is_uint "${!v}" || die "$v must be a positive integer"
+done
 [[ $BENCH_WARMUP =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer"
-is_uint "$BENCH_SMALL_COUNT" || die "BENCH_SMALL_COUNT must be a positive integer"
-is_uint "$BENCH_BIG_MB" || die "BENCH_BIG_MB must be a positive integer"
-want() { [[ -z $BENCH_ONLY || $BENCH_ONLY == "$1" ]]; }
+[[ $BENCH_P3_LOAD =~ ^[0-9]+$ ]] || die "BENCH_P3_LOAD must be a non-negative integer"
 
 PATH=$PATH:/usr/sbin:/sbin
 command -v nginx >/dev/null || die "nginx not found (make bench installs it)"
 command -v curl >/dev/null || die "curl not found (make bench installs it)"
-command -v sha256sum >/dev/null || die "sha256sum not found"
+command -v python3 >/dev/null || die "python3 not found"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time not found (make bench installs it)"
 HAVE_ARIA2=0; command -v aria2c >/dev/null && HAVE_ARIA2=1
-HAVE_DROPFETCH=0; [[ -x $DROPFETCH ]] && HAVE_DROPFETCH=1
-(( HAVE_ARIA2 )) || say "aria2c not found: its rows are skipped (make bench installs it)"
-(( HAVE_DROPFETCH )) || say "dropfetch skipped: no executable at $DROPFETCH (build with 'make release' or set DROPFETCH=...)"
+[[ -x $DROPFETCH ]] || die "no dropfetch at $DROPFETCH (build with 'make release' or set DROPFETCH=...)"
+(( HAVE_ARIA2 )) || say "aria2c not found: its figures are skipped (make bench installs it)"
+if want p5 && ! command -v strace >/dev/null; then say "strace not found: P5 is skipped (make bench installs it)"; fi
 
-# ---------------------------------------------------------------- workspace and cleanup
+# ---------------------------------------------------------------- workspaces
 
-W=""; MOUNTED=0; NGINX_PID=""; WS_KIND=""
+T=""; D=""; MOUNTED=0; NGINX_PID=""
 cleanup() {
     local rc=$?
     if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
@@ -65,12 +97,13 @@ cleanup() {
         kill -KILL "$NGINX_PID" 2>/dev/null || true
         wait "$NGINX_PID" 2>/dev/null || true
     fi
-    if [[ -n $W && -d $W ]]; then
+    [[ -n $D && -d $D ]] && rm -rf -- "$D"
+    if [[ -n $T && -d $T ]]; then
         if (( MOUNTED )); then
-            umount "$W" 2>/dev/null || umount -l "$W" 2>/dev/null || say "could not unmount $W"
-            rmdir "$W" 2>/dev/null || true
+            umount "$T" 2>/dev/null || umount -l "$T" 2>/dev/null || say "could not unmount $T"
+            rmdir "$T" 2>/dev/null || true
         else
-            rm -rf -- "$W"
+            rm -rf -- "$T"
         fi
     fi
     exit "$rc"
@@ -79,63 +112,69 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-need_mb=64
-want big && need_mb=$(( need_mb + 2 * BENCH_BIG_MB ))
-want small && need_mb=$(( need_mb + 2 * (BENCH_SMALL_COUNT * (SMALL_KIB + 4) / 1024 + 1) ))
-BENCH_RATE_MB=${BENCH_RATE_MB:-4}
-is_uint "$BENCH_RATE_MB" || die "BENCH_RATE_MB must be a positive integer"
-want ratelimit && need_mb=$(( need_mb + 4 * BENCH_RATE_MB ))
-
-if [[ -n $BENCH_WORKDIR ]]; then
-    mkdir -p -- "$BENCH_WORKDIR"
-    W=$(mktemp -d "$(realpath -- "$BENCH_WORKDIR")/dropfetch-bench.XXXXXX")
-    WS_KIND="directory (BENCH_WORKDIR, not tmpfs)"
-else
-    if (( EUID == 0 )); then
-        W=$(mktemp -d /tmp/dropfetch-bench.XXXXXX)
-        if mount -t tmpfs -o "size=${need_mb}m,mode=0755" dropfetch-bench "$W" 2>/dev/null; then
-            MOUNTED=1; WS_KIND="tmpfs (mounted, ${need_mb} MiB)"
-        else
-            rmdir "$W"; W=""
-        fi
+# tmpfs: the served data (big file, small files), nginx, the P1 tmpfs output, P4 and P6.
+need_t=256
+want p1 && need_t=$(( need_t + 2 * BENCH_BIG_MB ))
+want p2 && need_t=$(( need_t + BENCH_SMALL_COUNT * (SMALL_KIB + 4) / 1024 + 1 ))
+want p4 && need_t=$(( need_t + BENCH_P4_JOBS / 200 + 64 ))
+want p6 && need_t=$(( need_t + 2 * BENCH_P6_JOBS * (SMALL_KIB + 8) / 1024 + 1 ))
+want ratelimit && need_t=$(( need_t + 4 * BENCH_RATE_MB ))
+if (( EUID == 0 )); then
+    T=$(mktemp -d /tmp/dropfetch-bench-tmpfs.XXXXXX)
+    if mount -t tmpfs -o "size=${need_t}m,mode=0755" dropfetch-bench "$T" 2>/dev/null; then
+        MOUNTED=1
+    else
+        rmdir "$T"; T=""
     fi
-    if [[ -z $W ]]; then
-        [[ -d /dev/shm && -w /dev/shm ]] || die "no tmpfs available (not root, no writable /dev/shm); set BENCH_WORKDIR"
-        W=$(mktemp -d /dev/shm/dropfetch-bench.XXXXXX)
-        WS_KIND="tmpfs (/dev/shm)"
-    fi
-    mem_avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
-    (( mem_avail_mb >= need_mb + 256 )) ||
-        die "the tmpfs workspace needs ~${need_mb} MiB of RAM, only ${mem_avail_mb} MiB available; lower BENCH_BIG_MB or set BENCH_WORKDIR"
 fi
-chmod 0755 "$W"
-avail_mb=$(( $(df -P -k -- "$W" | awk 'NR == 2 { print $4 }') / 1024 ))
-(( avail_mb >= need_mb )) || die "workspace $W has ${avail_mb} MiB free, needs ${need_mb} MiB"
-say "workspace: $W ($WS_KIND)"
+if [[ -z $T ]]; then
+    [[ -d /dev/shm && -w /dev/shm ]] || die "no tmpfs available (not root, no writable /dev/shm)"
+    T=$(mktemp -d /dev/shm/dropfetch-bench.XXXXXX)
+fi
+chmod 0755 "$T"
+mem_avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+(( mem_avail_mb >= need_t + 256 )) || die "the tmpfs workspace needs ~${need_t} MiB of RAM, ${mem_avail_mb} MiB available; lower BENCH_BIG_MB"
 
-WWW=$W/www; OUT=$W/out; NG=$W/nginx; LOGS=$W/logs; DF=$W/dropfetch
-mkdir -p "$WWW/small" "$OUT" "$NG/tmp" "$LOGS" "$DF"
+# disk: every download and spool where fsync costs what it costs for users.
+mkdir -p -- "$BENCH_DISK"
+D=$(mktemp -d "$(realpath -- "$BENCH_DISK")/dropfetch-bench.XXXXXX")
+DISK_FS=$(findmnt -no FSTYPE -T "$D" 2>/dev/null || stat -f -c %T "$D")
+DISK_SRC=$(findmnt -no SOURCE -T "$D" 2>/dev/null || echo "?")
+case $DISK_FS in
+    tmpfs|ramfs) say "WARNING: BENCH_DISK $BENCH_DISK is on $DISK_FS: fsync is free there and the fsync figures mean nothing" ;;
+esac
+need_d=64
+want p1 && need_d=$(( need_d + BENCH_BIG_MB ))
+want p2 && need_d=$(( need_d + 2 * BENCH_SMALL_COUNT * (SMALL_KIB + 8) / 1024 ))
+want p3 && need_d=$(( need_d + BENCH_P3_LOAD * (SMALL_KIB + 8) / 1024 ))
+avail_d=$(( $(df -P -k -- "$D" | awk 'NR == 2 { print $4 }') / 1024 ))
+(( avail_d >= need_d )) || die "$D has ${avail_d} MiB free, needs ${need_d} MiB"
+say "served from tmpfs $T; downloads and spools on $D ($DISK_FS on $DISK_SRC)"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+WWW=$T/www; NG=$T/nginx; LOGS=$T/logs
+mkdir -p "$WWW/small" "$NG/tmp" "$LOGS"
 
 # ---------------------------------------------------------------- test data
 
-BIG_SHA=""; SMALL_SHA=""
-# The sha256 of the concatenation of DIR's *.bin files in name order: one hash checks every small file.
+BIG_SHA=""; SMALL_SHA=""; SMALL_NAMES=()
 tree_sha() { (cd "$1" && printf '%s\0' *.bin | xargs -0 -r cat | sha256sum | cut -d' ' -f1); }
 
-if want big; then
+if want p1; then
     say "creating big.bin (${BENCH_BIG_MB} MiB of random data)"
     head -c $(( BENCH_BIG_MB * 1048576 )) /dev/urandom > "$WWW/big.bin"
     BIG_SHA=$(sha256sum "$WWW/big.bin" | cut -d' ' -f1)
 fi
-if want small; then
+if want p2 || want p3 || want p6; then
     say "creating ${BENCH_SMALL_COUNT} files of ${SMALL_KIB} KiB"
-    head -c $(( BENCH_SMALL_COUNT * SMALL_KIB * 1024 )) /dev/urandom > "$W/blob"
-    split -b "${SMALL_KIB}K" -d -a "${#BENCH_SMALL_COUNT}" --additional-suffix=.bin "$W/blob" "$WWW/small/f"
-    rm -f "$W/blob"
+    head -c $(( BENCH_SMALL_COUNT * SMALL_KIB * 1024 )) /dev/urandom > "$T/blob"
+    split -b "${SMALL_KIB}K" -d -a "${#BENCH_SMALL_COUNT}" --additional-suffix=.bin "$T/blob" "$WWW/small/f"
+    rm -f "$T/blob"
     made=("$WWW"/small/*.bin)
     (( ${#made[@]} == BENCH_SMALL_COUNT )) || die "split made ${#made[@]} files, expected $BENCH_SMALL_COUNT"
     SMALL_SHA=$(tree_sha "$WWW/small")
     SMALL_NAMES=("${made[@]##*/}")
+    printf '%s\n' "${SMALL_NAMES[@]}" > "$T/small-names.txt"
 fi
 
 # ---------------------------------------------------------------- nginx
@@ -152,13 +191,13 @@ printf '%s' "$TOKEN" > "$WWW/ping.txt"
 PORT=""
 for _ in {1..20}; do
     port=$(( 20000 + RANDOM % 40000 ))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue   # something already listens there
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
     cat > "$NG/nginx.conf" <<NGINX
 daemon off;
 worker_processes auto;
 pid "$NG/nginx.pid";
 error_log "$NG/error.log" warn;
-events { worker_connections 1024; }
+events { worker_connections 4096; }
 http {
     types { application/octet-stream bin; text/plain txt; }
     default_type application/octet-stream;
@@ -187,47 +226,33 @@ NGINX
     [[ -n $PORT ]] && break
     kill -TERM "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=""
 done
-if [[ -z $PORT ]]; then
-    cat "$NG/error.log" "$NG/stdout.log" >&2 2>/dev/null || true
-    die "nginx did not start"
-fi
+[[ -n $PORT ]] || { cat "$NG/error.log" "$NG/stdout.log" >&2 2>/dev/null || true; die "nginx did not start"; }
 BASE=http://127.0.0.1:$PORT
 say "nginx $(nginx -v 2>&1 | sed 's/.*\///') on $BASE (pid $NGINX_PID)"
 
 # ---------------------------------------------------------------- measuring
 
-declare -A TIMES=()     # "scenario|tool" -> space-separated seconds of each run
-declare -A SKIPPED=()   # "scenario|tool" -> reason
+declare -A V=()   # "key" -> space-separated figures of the measured runs
+add() { V[$1]+="$2 "; }
 now() { local t=${EPOCHREALTIME:-}; [[ -n $t ]] && printf '%s' "${t/,/.}" || date +%s.%N; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { printf "%.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# median KEY: the median of KEY's figures, or empty; max KEY likewise.
+median() {
+    [[ -n ${V[$1]:-} ]] || return 0
+    # shellcheck disable=SC2086
+    printf '%s\n' ${V[$1]} | grep -v nan | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+maximum() {
+    [[ -n ${V[$1]:-} ]] || return 0
+    # shellcheck disable=SC2086
+    printf '%s\n' ${V[$1]} | grep -v nan | sort -g | tail -n 1
+}
+# field LINE NAME: the value of NAME=... in a `Px key=value ...` line.
+field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
 
-reset_out() { rm -rf -- "$OUT"; mkdir -p "$OUT"; }
-
-# fail_run KEY LOG MESSAGE: print the tool's log and stop the bench.
 fail_run() {
     say "FAILED $1: $3"
     if [[ -s $2 ]]; then say "last lines of $1's output:"; tail -n 20 "$2" >&2; fi
     exit 1
-}
-
-# verify_out KEY LOG SCENARIO: the output folder holds exactly the expected files with the expected content.
-verify_out() {
-    local key=$1 log=$2 scenario=$3 files hidden got
-    files=("$OUT"/*)
-    hidden=$(find "$OUT" -mindepth 1 -maxdepth 1 -name '.*' | wc -l)
-    if [[ $scenario == big ]]; then
-        (( ${#files[@]} == 1 )) && [[ -f $OUT/big.bin ]] ||
-            fail_run "$key" "$log" "expected exactly big.bin in the output, found ${#files[@]} entries: ${files[*]##*/}"
-        got=$(sha256sum "$OUT/big.bin" | cut -d' ' -f1)
-        [[ $got == "$BIG_SHA" ]] || fail_run "$key" "$log" "big.bin sha256 $got, expected $BIG_SHA"
-    else
-        local bins=("$OUT"/*.bin)
-        (( ${#files[@]} == BENCH_SMALL_COUNT && ${#bins[@]} == BENCH_SMALL_COUNT )) ||
-            fail_run "$key" "$log" "expected $BENCH_SMALL_COUNT files, found ${#bins[@]} .bin of ${#files[@]} entries"
-        got=$(tree_sha "$OUT")
-        [[ $got == "$SMALL_SHA" ]] || fail_run "$key" "$log" "the small files' contents differ from the source"
-    fi
-    (( hidden == 0 )) || say "note: $key left $hidden hidden file(s) in the output folder"
 }
 
 # timed LOG CMD...: runs CMD with its output in LOG; sets ELAPSED (seconds) and RC.
@@ -239,210 +264,332 @@ timed() {
     ELAPSED=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 }
 
-# yaml_str S: S as a single-quoted YAML scalar.
 yaml_str() { printf "'%s'" "${1//\'/\'\'}"; }
 
-# dropfetch_config FSYNC: the bench config and a fresh, empty spool.
-dropfetch_config() {
-    rm -rf -- "$DF/spool"
-    mkdir -p "$DF/spool/inbox"
-    cat > "$DF/config.yaml" <<YAML
-spool: $(yaml_str "$DF/spool")
-destination: $(yaml_str "$OUT")
-concurrency: { total: $CONCURRENCY, per_host: $CONCURRENCY }
-fsync: $1
-log_level: warning
-YAML
+# Does this build take `digest: none`? (P1 on tmpfs is measured with it when it does.)
+DIGEST_NONE=0
+mkdir -p "$D/check"
+printf 'spool: %s\ndigest: none\n' "$(yaml_str "$D/check/spool")" > "$D/check/config.yaml"
+"$DROPFETCH" check --config "$D/check/config.yaml" >/dev/null 2>&1 && DIGEST_NONE=1
+rm -rf -- "$D/check"
+
+# verify_out KEY LOG SCENARIO OUT: OUT holds exactly the expected files with the expected content.
+verify_out() {
+    local key=$1 log=$2 scenario=$3 out=$4 files got
+    files=("$out"/*)
+    if [[ $scenario == big ]]; then
+        (( ${#files[@]} == 1 )) && [[ -f $out/big.bin ]] ||
+            fail_run "$key" "$log" "expected exactly big.bin in the output, found ${#files[@]} entries: ${files[*]##*/}"
+        got=$(sha256sum "$out/big.bin" | cut -d' ' -f1)
+        [[ $got == "$BIG_SHA" ]] || fail_run "$key" "$log" "big.bin sha256 $got, expected $BIG_SHA"
+    else
+        local bins=("$out"/*.bin)
+        (( ${#files[@]} == BENCH_SMALL_COUNT && ${#bins[@]} == BENCH_SMALL_COUNT )) ||
+            fail_run "$key" "$log" "expected $BENCH_SMALL_COUNT files, found ${#bins[@]} .bin of ${#files[@]} entries"
+        got=$(tree_sha "$out")
+        [[ $got == "$SMALL_SHA" ]] || fail_run "$key" "$log" "the small files' contents differ from the source"
+    fi
 }
 
-# dropfetch_prepare SCENARIO FSYNC: a fresh spool with the scenario's jobs in the inbox, and its config.
+# dropfetch_prepare SCENARIO FSYNC DIR OUT DIGEST: a fresh spool in DIR with the jobs, and its config.
 dropfetch_prepare() {
-    local scenario=$1 name
-    dropfetch_config "$2"
+    local scenario=$1 fsync=$2 dir=$3 out=$4 digest=$5 name
+    rm -rf -- "$dir/spool"
+    mkdir -p "$dir/spool/inbox"
+    {
+        printf 'spool: %s\ndestination: %s\n' "$(yaml_str "$dir/spool")" "$(yaml_str "$out")"
+        printf 'concurrency: { total: %d, per_host: %d }\nfsync: %s\nlog_level: warning\n' "$CONCURRENCY" "$CONCURRENCY" "$fsync"
+        printf 'metrics_file: %s\n' "$(yaml_str "$dir/metrics.prom")"
+        [[ $digest == none ]] && printf 'digest: none\n'
+    } > "$dir/config.yaml"
+    rm -f -- "$dir/metrics.prom"
     if [[ $scenario == big ]]; then
-        printf '%s/big.bin\n  out=big.bin\n' "$BASE" > "$DF/spool/inbox/big.url"
+        printf '%s/big.bin\n  out=big.bin\n' "$BASE" > "$dir/spool/inbox/big.url"
     else
         for name in "${SMALL_NAMES[@]}"; do
-            printf '%s/small/%s\n  out=%s\n' "$BASE" "$name" "$name" > "$DF/spool/inbox/${name%.bin}.url"
+            printf '%s/small/%s\n  out=%s\n' "$BASE" "$name" "$name" > "$dir/spool/inbox/${name%.bin}.url"
         done
     fi
+    # Job files written a minute ago: settled, so `run --once` does not wait to see them stop changing.
+    find "$dir/spool/inbox" -name '*.url' -exec touch -d '1 minute ago' {} +
 }
 
-# dropfetch_verify KEY LOG SCENARIO: exit status 0, every job filed in done/, none left elsewhere.
+# dropfetch_verify KEY LOG SCENARIO DIR: exit status 0, every job filed in done/, none left elsewhere.
 dropfetch_verify() {
-    local key=$1 log=$2 scenario=$3 expected=1 done failed inbox
+    local key=$1 log=$2 scenario=$3 dir=$4 expected=1 done failed inbox
     [[ $scenario == small ]] && expected=$BENCH_SMALL_COUNT
-    if (( RC != 0 )); then
-        local why="exit status $RC"
-        case $RC in
-            1) why+=" (some jobs failed)" ;;
-            2) why+=" (config or usage error)" ;;
-            3) why+=" (spool unusable)" ;;
-            75) why+=" (jobs left waiting for a retry)" ;;
-        esac
-        local first_failed=("$DF"/spool/failed/*.status.json)
-        if (( ${#first_failed[@]} )); then say "first failed status record:"; head -c 2000 "${first_failed[0]}" >&2; echo >&2; fi
-        fail_run "$key" "$log" "$why"
-    fi
-    done=("$DF"/spool/done/*.url); failed=("$DF"/spool/failed/*.url); inbox=("$DF"/spool/inbox/*.url)
+    (( RC == 0 )) || fail_run "$key" "$log" "exit status $RC"
+    done=("$dir"/spool/done/*.url); failed=("$dir"/spool/failed/*.url); inbox=("$dir"/spool/inbox/*.url)
     (( ${#done[@]} == expected && ${#failed[@]} == 0 && ${#inbox[@]} == 0 )) ||
         fail_run "$key" "$log" "spool: ${#done[@]} done (expected $expected), ${#failed[@]} failed, ${#inbox[@]} still in inbox"
 }
 
-# run_once SCENARIO TOOL REPEAT: one run of TOOL, verified; a measured one (REPEAT >= 1) appends its time to TIMES.
-run_once() {
-    local scenario=$1 tool=$2 r=$3 key="$1|$2" log="$LOGS/${1}-${2// /_}-$3.log"
-    reset_out
+# run_transfer CASE TOOL R: one P1/P2 run of TOOL, verified; a measured one (R >= 1) is recorded.
+run_transfer() {
+    local case=$1 tool=$2 r=$3 key="$1|$2" log="$LOGS/${1}-${2// /_}-$3.log" scenario=small place=$D out
+    [[ $case == p1* ]] && scenario=big
+    [[ $case == p1-tmpfs ]] && place=$T
+    out=$place/out
+    rm -rf -- "$out" "$place/df"; mkdir -p "$out" "$place/df"
+    # Nothing of the previous run is left to write back during this one.
+    sync
     case "$scenario:$tool" in
-        big:curl)
-            timed "$log" curl -s --fail -o "$OUT/big.bin" "$BASE/big.bin" ;;
-        small:curl)
-            timed "$log" curl -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$W/curl.list" ;;
+        big:curl) timed "$log" curl -s --fail -o "$out/big.bin" "$BASE/big.bin" ;;
+        small:curl) timed "$log" curl -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$T/curl.list" ;;
         big:aria2c)
             timed "$log" aria2c -x1 -s1 --file-allocation=none -q --show-console-readout=false \
-                --summary-interval=0 -d "$OUT" -o big.bin "$BASE/big.bin" ;;
+                --summary-interval=0 -d "$out" -o big.bin "$BASE/big.bin" ;;
         small:aria2c)
-            timed "$log" aria2c -i "$W/aria2.list" -j"$CONCURRENCY" --file-allocation=none -q \
-                --show-console-readout=false --summary-interval=0 -d "$OUT" ;;
+            timed "$log" aria2c -i "$T/aria2.list" -j"$CONCURRENCY" --file-allocation=none -q \
+                --show-console-readout=false --summary-interval=0 -d "$out" ;;
         *:dropfetch*)
-            local fsync=true
-            [[ $tool == *"fsync=off"* ]] && fsync=false
-            dropfetch_prepare "$scenario" "$fsync"
-            timed "$log" "$DROPFETCH" run --once --config "$DF/config.yaml" ;;
+            local fsync=true digest=sha256
+            [[ $tool == *"fsync off"* ]] && fsync=false
+            [[ $tool == *"digest none"* ]] && digest=none
+            dropfetch_prepare "$scenario" "$fsync" "$place/df" "$out" "$digest"
+            sync
+            timed "$log" "$DROPFETCH" run --once --config "$place/df/config.yaml"
+            dropfetch_verify "$key" "$log" "$scenario" "$place/df" ;;
         *) die "unknown run $key" ;;
     esac
-    if [[ $tool != dropfetch* ]] && (( RC != 0 )); then fail_run "$key" "$log" "exit status $RC"; fi
-    if [[ $tool == dropfetch* ]]; then dropfetch_verify "$key" "$log" "$scenario"; fi
-    verify_out "$key" "$log" "$scenario"
+    [[ $tool == dropfetch* ]] || (( RC == 0 )) || fail_run "$key" "$log" "exit status $RC"
+    verify_out "$key" "$log" "$scenario" "$out"
     if (( r >= 1 )); then
-        TIMES[$key]+="$ELAPSED "
-        say "$(printf '%-6s %-22s run %d/%d: %8.3f s' "$scenario" "$tool" "$r" "$BENCH_REPEAT" "$ELAPSED")"
+        add "$key" "$ELAPSED"
+        if [[ $tool == "dropfetch" && $case == p2 && -f $place/df/metrics.prom ]]; then
+            local stall
+            stall=$(awk '/^dropfetch_loop_stall_seconds/ { print $2 }' "$place/df/metrics.prom")
+            [[ -n $stall ]] && add "p2|stall" "$stall"
+        fi
+        say "$(printf '%-9s %-24s run %d/%d: %8.3f s' "$case" "$tool" "$r" "$BENCH_REPEAT" "$ELAPSED")"
     else
-        say "$(printf '%-6s %-22s warm-up: %8.3f s' "$scenario" "$tool" "$ELAPSED")"
+        say "$(printf '%-9s %-24s warm-up: %8.3f s' "$case" "$tool" "$ELAPSED")"
     fi
 }
 
-# The tools of a scenario, in the order they are run and listed.
 tools_for() {
-    local t=(curl aria2c)
-    if [[ $1 == big ]]; then t+=("dropfetch"); else t+=("dropfetch fsync=on" "dropfetch fsync=off"); fi
+    local t=(curl)
+    (( HAVE_ARIA2 )) && t+=(aria2c)
+    case $1 in
+        p1-disk) t+=("dropfetch") ;;
+        p1-tmpfs) if (( DIGEST_NONE )); then t+=("dropfetch digest none"); else t+=("dropfetch"); fi ;;
+        p2) t+=("dropfetch" "dropfetch fsync off") ;;
+    esac
     printf '%s\n' "${t[@]}"
 }
 
-# dropfetch_check: `dropfetch check` accepts the bench config before any run is timed.
-dropfetch_check() {
-    dropfetch_config true
-    if ! "$DROPFETCH" check --config "$DF/config.yaml" >"$LOGS/check.log" 2>&1; then
-        fail_run "dropfetch check" "$LOGS/check.log" "'dropfetch check' rejected the bench config ($DF/config.yaml):
-$(cat "$DF/config.yaml")"
-    fi
+transfer_case() {
+    local case=$1 tools r tool
+    mapfile -t tools < <(tools_for "$case")
+    for (( r = 1 - BENCH_WARMUP; r <= BENCH_REPEAT; r++ )); do
+        for tool in "${tools[@]}"; do run_transfer "$case" "$tool" "$r"; done
+    done
 }
 
-SCENARIOS=()
-want big && SCENARIOS+=(big)
-want small && SCENARIOS+=(small)
-
-if want small; then
-    : > "$W/curl.list"; : > "$W/aria2.list"
+if want p1; then
+    transfer_case p1-disk
+    transfer_case p1-tmpfs
+    rm -rf -- "$D/out" "$T/out" "$D/df" "$T/df"
+fi
+if want p2; then
+    : > "$T/curl.list"; : > "$T/aria2.list"
     for name in "${SMALL_NAMES[@]}"; do
-        printf 'url = "%s/small/%s"\noutput = "%s/%s"\n' "$BASE" "$name" "$OUT" "$name" >> "$W/curl.list"
-        printf '%s/small/%s\n  out=%s\n' "$BASE" "$name" "$name" >> "$W/aria2.list"
+        printf 'url = "%s/small/%s"\noutput = "%s/out/%s"\n' "$BASE" "$name" "$D" "$name" >> "$T/curl.list"
+        printf '%s/small/%s\n  out=%s\n' "$BASE" "$name" "$name" >> "$T/aria2.list"
     done
+    transfer_case p2
+    rm -rf -- "$D/out" "$D/df"
 fi
 
-for scenario in "${SCENARIOS[@]}"; do
-    mapfile -t tools < <(tools_for "$scenario")
-    for tool in "${tools[@]}"; do
-        if [[ $tool == aria2c ]] && (( ! HAVE_ARIA2 )); then SKIPPED["$scenario|$tool"]="aria2c not installed"; fi
-        if [[ $tool == dropfetch* ]] && (( ! HAVE_DROPFETCH )); then SKIPPED["$scenario|$tool"]="no binary at $DROPFETCH"; fi
-    done
-    if (( HAVE_DROPFETCH )); then dropfetch_check; fi
-    for (( r = 1 - BENCH_WARMUP; r <= BENCH_REPEAT; r++ )); do
-        for tool in "${tools[@]}"; do
-            [[ -n ${SKIPPED["$scenario|$tool"]:-} ]] && continue
-            run_once "$scenario" "$tool" "$r"
+# script_run LABEL CMD...: runs a case script; its `Px key=value ...` line lands in LINE.
+LINE=""
+script_run() {
+    local label=$1 log; shift
+    log="$LOGS/$label.log"
+    if ! LINE=$("$@" 2>"$log" | tail -n 1); then
+        fail_run "$label" "$log" "the case script failed"
+    fi
+    say "$label: $LINE"
+}
+
+if want p3; then
+    for (( r = 1; r <= BENCH_P3_REPEAT; r++ )); do
+        loads=(0); (( BENCH_P3_LOAD > 0 )) && loads+=("$BENCH_P3_LOAD")
+        for load in "${loads[@]}"; do
+            w=$D/p3; rm -rf -- "$w"; mkdir -p "$w"; sync
+            script_run "p3-load$load-$r" env DROPFETCH="$DROPFETCH" WORK="$w" DROPS="$BENCH_P3_DROPS" LOAD="$load" \
+                LOAD_BASE="$BASE" LOAD_NAMES="$T/small-names.txt" python3 "$ROOT/bench/p3-latency.py"
+            k=p3-idle; (( load > 0 )) && k=p3-load
+            add "$k|p50" "$(field "$LINE" p50_ms)"; add "$k|p99" "$(field "$LINE" p99_ms)"
+            add "$k|max" "$(field "$LINE" max_ms)"; add "$k|drops" "$(field "$LINE" drops)"
         done
     done
-done
+    rm -rf -- "$D/p3"
+fi
 
-# ---------------------------------------------------------------- rate-limit accuracy
+if want p4; then
+    for (( r = 1; r <= BENCH_REPEAT; r++ )); do
+        w=$T/p4; rm -rf -- "$w"; mkdir -p "$w"
+        script_run "p4-dropfetch-$r" env DROPFETCH="$DROPFETCH" WORK="$w" JOBS="$BENCH_P4_JOBS" python3 "$ROOT/bench/p4-bigqueue.py"
+        add "p4|top" "$(field "$LINE" top_s)"; add "p4|rss" "$(field "$LINE" peak_rss_mib)"
+    done
+    if (( HAVE_ARIA2 )); then
+        w=$T/p4; rm -rf -- "$w"; mkdir -p "$w"
+        script_run "p4-aria2c" env DROPFETCH="$DROPFETCH" WORK="$w" JOBS="$BENCH_P4_JOBS" TOOL=aria2c python3 "$ROOT/bench/p4-bigqueue.py"
+        add "p4|aria2c-rss" "$(field "$LINE" peak_rss_mib)"
+    fi
+    rm -rf -- "$T/p4"
+fi
+
+if want p5 && command -v strace >/dev/null; then
+    for (( r = 1; r <= BENCH_P5_REPEAT; r++ )); do
+        w=$D/p5; rm -rf -- "$w"; mkdir -p "$w"
+        script_run "p5-$r" env DROPFETCH="$DROPFETCH" WORK="$w" SECS="$BENCH_P5_SECONDS" "$ROOT/bench/p5-idle.sh"
+        add "p5|polls" "$(field "$LINE" polls)"; add "p5|cpu" "$(field "$LINE" cpu_ms)"
+        P5_BY_NAME=$(field "$LINE" by_name)
+    done
+    rm -rf -- "$D/p5"
+fi
+
+if want p6; then
+    p6_tools=(dropfetch curl); (( HAVE_ARIA2 )) && p6_tools+=(aria2c)
+    for (( r = 1 - BENCH_WARMUP; r <= BENCH_REPEAT; r++ )); do
+        for tool in "${p6_tools[@]}"; do
+            w=$T/p6; rm -rf -- "$w"; mkdir -p "$w"
+            script_run "p6-$tool-$r" env DROPFETCH="$DROPFETCH" WORK="$w" BASE="$BASE" NAMES="$T/small-names.txt" \
+                JOBS="$BENCH_P6_JOBS" TOOL="$tool" "$ROOT/bench/p6-scheduler.sh"
+            [[ $(field "$LINE" files) == "$BENCH_P6_JOBS" ]] || fail_run "p6-$tool-$r" "$LOGS/p6-$tool-$r.log" "not every file was downloaded: $LINE"
+            (( r >= 1 )) && add "p6|$tool" "$(field "$LINE" cpu_s)"
+            (( r >= 1 )) && [[ $tool == dropfetch ]] && add "p6|wall" "$(field "$LINE" wall_s)"
+        done
+    done
+    rm -rf -- "$T/p6"
+fi
 
 RATE_LINE=""
 if want ratelimit; then
-    RATE_LINE=$(DROPFETCH="$DROPFETCH" BENCH_RATE_MB="$BENCH_RATE_MB" "$ROOT/bench/ratelimit.sh" "$BASE" "$WWW" "$W/ratelimit")
+    RATE_LINE=$(DROPFETCH="$DROPFETCH" BENCH_RATE_MB="$BENCH_RATE_MB" "$ROOT/bench/ratelimit.sh" "$BASE" "$WWW" "$T/ratelimit")
 fi
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- report
 
-label() {
-    if [[ $1 == big ]]; then printf 'big: 1 x %d MiB' "$BENCH_BIG_MB"
-    else printf 'small: %d x %d KiB, c=%d' "$BENCH_SMALL_COUNT" "$SMALL_KIB" "$CONCURRENCY"; fi
+# ratio A B: A / B to two places, or empty.
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'; }
+# check VALUE OP LIMIT: "met" or "MISSED" (or "-" with no value).
+check() { [[ -n $1 ]] || { printf -- '-'; return; }; awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? v <= l : v < l; printf ok ? "met" : "MISSED" }'; }
+s() { [[ -n $1 ]] && printf '%s s' "$1" || printf -- '-'; }
+ms() { [[ -n $1 ]] && printf '%s ms' "$1" || printf -- '-'; }
+mib() { [[ -n $1 ]] && printf '%s MiB' "$1" || printf -- '-'; }
+
+ROWS=()   # case|measure|dropfetch|target|curl|aria2c|result
+row() { ROWS+=("$1|$2|$3|$4|$5|$6|$7"); }
+
+if want p1; then
+    for place in disk tmpfs; do
+        dftool=dropfetch
+        [[ $place == tmpfs ]] && (( DIGEST_NONE )) && dftool="dropfetch digest none"
+        d=$(median "p1-$place|$dftool"); c=$(median "p1-$place|curl"); a=$(median "p1-$place|aria2c")
+        rc=$(ratio "$d" "$c"); lim=1.05; [[ $place == tmpfs ]] && lim=1.02
+        what="1 × ${BENCH_BIG_MB} MiB to $place, fsync on"
+        if [[ $place == tmpfs ]]; then
+            if (( DIGEST_NONE )); then what+=", digest none"; else what+=" (this build has no digest: none)"; fi
+        fi
+        row P1 "$what" "$(s "$d")" "≤ $lim × curl" "$(s "$c")" "$(s "$a")" "${rc:-?} × curl, $(ratio "$d" "$a") × aria2c: $(check "$rc" "<=" "$lim")"
+    done
+fi
+if want p2; then
+    d=$(median "p2|dropfetch"); c=$(median "p2|curl"); a=$(median "p2|aria2c"); o=$(median "p2|dropfetch fsync off")
+    rc=$(ratio "$d" "$c"); ra=$(ratio "$d" "$a")
+    verdict=$(check "$rc" "<=" 1.5)
+    [[ -n $ra ]] && [[ $(check "$ra" "<=" 0.5) == MISSED ]] && verdict=MISSED
+    row P2 "${BENCH_SMALL_COUNT} × ${SMALL_KIB} KiB, c=$CONCURRENCY, fsync on, disk" "$(s "$d")" "≤ 1.5 × curl, ≤ 0.5 × aria2c" \
+        "$(s "$c")" "$(s "$a")" "$rc × curl, $ra × aria2c: $verdict"
+    row P2 "  same, fsync off (no target)" "$(s "$o")" "-" "$(s "$c")" "$(s "$a")" "$(ratio "$o" "$c") × curl, $(ratio "$o" "$a") × aria2c"
+    st=$(maximum "p2|stall"); stms=""; [[ -n $st ]] && stms=$(awk -v x="$st" 'BEGIN { printf "%.1f", x * 1000 }')
+    row P2 "  longest loop turn (dropfetch_loop_stall_seconds, max of runs)" "$(ms "$stms")" "< 10 ms" "-" "-" \
+        "$([[ -n $stms ]] && check "$stms" "<" 10 || echo "not in this build's metrics")"
+fi
+if want p3; then
+    row P3 "drop → request, ${BENCH_P3_DROPS} drops, idle: p50 / p99 / max" \
+        "$(median "p3-idle|p50") / $(median "p3-idle|p99") / $(median "p3-idle|max") ms" "p99 ≤ 5 ms" "-" "-" \
+        "$(check "$(median "p3-idle|p99")" "<=" 5)"
+    row P3 "  while ${BENCH_P3_LOAD} jobs run on another host ($(median "p3-load|drops") drops)" \
+        "$(median "p3-load|p50") / $(median "p3-load|p99") / $(median "p3-load|max") ms" "p99 ≤ 20 ms" "-" "-" \
+        "$(check "$(median "p3-load|p99")" "<=" 20)"
+fi
+if want p4; then
+    row P4 "${BENCH_P4_JOBS} waiting jobs: top-priority request after" "$(s "$(median "p4|top")")" "≤ 3 s" "-" "-" \
+        "$(check "$(median "p4|top")" "<=" 3)"
+    row P4 "  peak RSS" "$(mib "$(median "p4|rss")")" "≤ 64 MiB" "-" "$(mib "$(median "p4|aria2c-rss")")" \
+        "$(check "$(median "p4|rss")" "<=" 64)"
+fi
+if want p5 && [[ -n ${V["p5|polls"]:-} ]]; then
+    due=$(( BENCH_P5_SECONDS / 30 ))
+    row P5 "idle ${BENCH_P5_SECONDS} s: poll wake-ups (CPU $(median "p5|cpu") ms)" "$(median "p5|polls" | cut -d. -f1)" \
+        "≤ $due (the rescan every 30 s)" "-" "-" "$(check "$(median "p5|polls")" "<=" "$due")"
+fi
+if want p6; then
+    d=$(median "p6|dropfetch")
+    row P6 "${BENCH_P6_JOBS} jobs, one host, total 4 / per_host 2: CPU (wall $(median "p6|wall") s)" "$(s "$d")" \
+        "≤ 1.6 s CPU" "$(s "$(median "p6|curl")")" "$(s "$(median "p6|aria2c")")" "$(check "$d" "<=" 1.6)"
+fi
+
+version_of() { "$@" 2>&1 | head -n 1 | cut -c1-70 || true; }
+commit=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+
+table() {
+    printf '| case | measure | dropfetch | target | curl | aria2c | result |\n|---|---|---|---|---|---|---|\n'
+    local r
+    for r in "${ROWS[@]}"; do printf '| %s |\n' "${r//|/ | }"; done
 }
-# ratio A B: A / B to two places, or n/a when B was not measured.
-ratio() {
-    if [[ -z $2 ]]; then printf 'n/a'; return; fi
-    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'
+machine() {
+    echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); host $(uname -n), $(uname -srm)"
+    echo "- CPU: ${cpu:-?}, $(nproc) cores; RAM $mem"
+    echo "- load average (1/5/15 min): $LOAD_START at the start, $LOAD_END at the end"
+    echo "- disk (downloads, spools): $DISK_FS on $DISK_SRC under $BENCH_DISK; served data: tmpfs"
+    echo "- dropfetch $commit ($DROPFETCH); $(version_of curl --version | cut -d' ' -f1-2)$( (( HAVE_ARIA2 )) && echo "; $(version_of aria2c --version)"); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
+    echo "- runs: warm-up $BENCH_WARMUP (P1, P2, P6), measured $BENCH_REPEAT (P3 $BENCH_P3_REPEAT, P5 $BENCH_P5_REPEAT); medians shown"
 }
-version_of() { "$@" 2>&1 | head -n 1 | cut -c1-60 || true; }
+raw() {
+    local k keys
+    mapfile -t keys < <(printf '%s\n' "${!V[@]}" | sort)
+    for k in "${keys[@]}"; do printf '    %-34s %s\n' "$k" "${V[$k]}"; done
+}
 
 mkdir -p "$OUT_DIR"
-report=$OUT_DIR/results.txt
 {
-    echo "dropfetch bench  $(date -u +%Y-%m-%dT%H:%M:%SZ)  host $(uname -n)  $(uname -sr)  $(nproc) CPUs"
-    echo "workspace: $WS_KIND   warm-up: $BENCH_WARMUP   repeat: $BENCH_REPEAT (median shown)   server: nginx on 127.0.0.1"
-    echo "curl: $(version_of curl --version)"
-    if (( HAVE_ARIA2 )); then echo "aria2c: $(version_of aria2c --version)"; fi
-    if (( HAVE_DROPFETCH )); then echo "dropfetch: $DROPFETCH"; fi
-    echo "MB = 2^20 bytes; ratios are dropfetch time / other tool's time (lower is better, < 1 = dropfetch faster)"
+    echo "dropfetch bench"
+    machine
     echo
-    if (( ${#SCENARIOS[@]} )); then
-        printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' scenario tool "median s" rate "df/curl" "df/aria2c"
-        printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' "----------------------------" "--------------------" \
-            "---------" "--------------" "--------" "---------"
-    fi
-    for scenario in "${SCENARIOS[@]}"; do
-        mapfile -t tools < <(tools_for "$scenario")
-        declare -A MED=()
-        for tool in "${tools[@]}"; do
-            key="$scenario|$tool"
-            [[ -n ${TIMES[$key]:-} ]] || continue
-            # shellcheck disable=SC2086
-            MED[$tool]=$(median ${TIMES[$key]})
-        done
-        for tool in "${tools[@]}"; do
-            key="$scenario|$tool"
-            if [[ -z ${MED[$tool]:-} ]]; then
-                printf '%-28s  %-20s  %9s  %14s  %8s  %9s  (skipped: %s)\n' "$(label "$scenario")" "$tool" \
-                    - - - - "${SKIPPED[$key]:-not run}"
-                continue
-            fi
-            m=${MED[$tool]}
-            if [[ $scenario == big ]]; then
-                rate=$(awk -v mb="$BENCH_BIG_MB" -v s="$m" 'BEGIN { printf "%.1f MB/s", (s > 0) ? mb / s : 0 }')
-            else
-                rate=$(awk -v n="$BENCH_SMALL_COUNT" -v s="$m" 'BEGIN { printf "%.0f files/s", (s > 0) ? n / s : 0 }')
-            fi
-            vs_curl=-; vs_aria=-
-            if [[ $tool == dropfetch* ]]; then
-                vs_curl=$(ratio "$m" "${MED[curl]:-}"); vs_aria=$(ratio "$m" "${MED[aria2c]:-}")
-            fi
-            printf '%-28s  %-20s  %9s  %14s  %8s  %9s\n' "$(label "$scenario")" "$tool" "$m" "$rate" "$vs_curl" "$vs_aria"
-        done
-        unset MED
-    done
-    if [[ -n $RATE_LINE ]]; then echo; echo "$RATE_LINE"; fi
+    table
+    [[ -n ${P5_BY_NAME:-} ]] && { echo; echo "P5 system calls of the last run: $P5_BY_NAME"; }
+    [[ -n $RATE_LINE ]] && { echo; echo "$RATE_LINE"; }
     echo
-    echo "runs (seconds):"
-    for scenario in "${SCENARIOS[@]}"; do
-        mapfile -t tools < <(tools_for "$scenario")
-        for tool in "${tools[@]}"; do
-            if [[ -n ${TIMES["$scenario|$tool"]:-} ]]; then
-                printf '  %-6s %-20s %s\n' "$scenario" "$tool" "${TIMES["$scenario|$tool"]}"
-            fi
-        done
-    done
-} > "$report"
+    echo "figures of each measured run:"
+    raw
+} > "$OUT_DIR/results.txt"
 echo
-cat "$report"
-echo
-say "results written to ${report#"$ROOT"/}"
+cat "$OUT_DIR/results.txt"
+
+if [[ -n $BENCH_RESULTS ]]; then
+    {
+        echo "# Benchmark results"
+        echo
+        echo "The last run of \`make bench\` (bench/run.sh; cases: ${CASES[*]}). The machine was shared with other"
+        echo "builds: see the load average, and read the figures as medians of noisy runs."
+        echo
+        machine
+        echo
+        table
+        [[ -n ${P5_BY_NAME:-} ]] && { echo; echo "P5 system calls of the last run: \`$P5_BY_NAME\`"; }
+        [[ -n $RATE_LINE ]] && { echo; echo "$RATE_LINE"; }
+        echo
+        echo "Figures of each measured run:"
+        echo
+        raw
+    } > "$BENCH_RESULTS"
+    say "results written to ${BENCH_RESULTS#"$ROOT"/} and bench/out/results.txt"
+fi

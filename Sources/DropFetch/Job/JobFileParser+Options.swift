@@ -37,7 +37,7 @@ extension JobFileParser {
             var spec = spec
             if let outFolder {
                 if var absolute = spec.absoluteDir {
-                    absolute.path += "/" + outFolder
+                    absolute.path += (absolute.path.hasSuffix("/") ? "" : "/") + outFolder
                     spec.absoluteDir = absolute
                 } else {
                     spec.dir = spec.dir.map { $0 + "/" + outFolder } ?? outFolder

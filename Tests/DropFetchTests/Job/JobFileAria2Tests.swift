@@ -144,6 +144,14 @@ struct JobFileAria2Tests {
         #expect(job.downloads[2].absoluteDir == DownloadSpec.AbsoluteDirectory(path: "/srv/dl/isos/x", line: 7))
     }
 
+    @Test("dir=/ with a folder in out is that folder below the root, not '//folder' (fuzzer finding)")
+    func rootDirWithOutFolder() throws {
+        let job = try parse("https://e/ea\n  out=sub/a\n  dir=/\n")
+        #expect(job.downloads[0].absoluteDir == DownloadSpec.AbsoluteDirectory(path: "/sub", line: 3))
+        #expect(job.downloads[0].out == "a")
+        #expect(try job.downloads[0].subfolder(in: "/") == "sub")
+    }
+
     @Test("an absolute dir is kept for the agent, resolved only inside the destination")
     func absoluteDirResolvesInsideTheDestination() throws {
         let job = try parse("https://a/f\n  dir=//srv/dl//isos/\n")
