@@ -96,6 +96,32 @@ struct DiskFullTests {
         #expect(fixture.downloaded("big.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(big))
         #expect(fixture.destinationNames() == ["big.bin", "small.bin"])
     }
+
+    @Test("filing that fails (done/ on another file system: EXDEV) is retried, never lost; --once exits 3; a later run files it")
+    func failedFilingIsRetried() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(10_000, seed: 77)
+        server.serve("/f.bin", body: body)
+        let fixture = try SpoolFixture()
+        try fixture.writeConfig("once_wait: 2s\n")
+        try fixture.drop("f.url", server.url("/f.bin") + "\n")
+        try FileManager.default.createDirectory(atPath: fixture.spool + "/done", withIntermediateDirectories: true)
+        let other = try TmpfsMount(at: fixture.spool + "/done", size: "1m")
+        defer { other.unmount(); withExtendedLifetime(fixture) {} }
+
+        #expect(try fixture.runOnce() == 3, "\(fixture.log)")
+        #expect(fixture.jobs(in: "work/test-agent") == ["f.url"])
+        #expect(fixture.jobs(in: "done").isEmpty && fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.log.contains("cannot file"), "\(fixture.log)")
+
+        other.unmount()
+        #expect(try fixture.runOnce() == 0, "\(fixture.log)")
+        #expect(fixture.jobs(in: "done") == ["f.url"])
+        #expect(fixture.jobs(in: "work/test-agent").isEmpty)
+        #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
+        #expect(fixture.downloaded("f.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+        #expect(server.requests(to: "/f.bin").count == 1, "the published file was fetched again")
+    }
 }
 
 /// A tmpfs mounted over a folder for one test (mount(2), umount2(2)); needs root.
