@@ -36,7 +36,7 @@ extension Config {
         public struct SFTP: Sendable, Equatable {
             /// nil means `~/.ssh/known_hosts` of the user the agent runs as.
             public var knownHosts: String?
-            /// CURLOPT_SSH_PRIVATE_KEYFILE; nil leaves libcurl's default (`~/.ssh/id_rsa`).
+            /// CURLOPT_SSH_PRIVATE_KEYFILE; nil means the first of `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`.
             public var keyFile: String?
             /// A file whose first line is the key's passphrase (CURLOPT_KEYPASSWD).
             public var keyPassphraseFile: String?

@@ -77,7 +77,8 @@ extension Transfer {
     }
 
     /// The host key is always checked against known_hosts (HostKeyCheck); the login uses the
-    /// configured key (CURLOPT_SSH_PRIVATE_KEYFILE, CURLOPT_KEYPASSWD) or a password, never an agent.
+    /// configured key (CURLOPT_SSH_PRIVATE_KEYFILE, CURLOPT_KEYPASSWD), else the first of
+    /// `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`, or a password; never an agent.
     private func configureSFTP(_ sftp: Config.Network.SFTP, environment: (String) -> String?) throws {
         let knownHosts = Transfer.expandingHome(sftp.knownHosts ?? "~/.ssh/known_hosts", environment: environment)
         let parts = try? CurlURL(request.url)
@@ -88,8 +89,13 @@ extension Transfer {
         hostKeyCheck = check
         let methods = CURLSSH_AUTH_PUBLICKEY | CURLSSH_AUTH_PASSWORD | CURLSSH_AUTH_KEYBOARD
         try easy.set(CURLOPT_SSH_AUTH_TYPES, Int(methods))
-        if let key = sftp.keyFile {
-            try easy.set(CURLOPT_SSH_PRIVATE_KEYFILE, Transfer.expandingHome(key, environment: environment))
+        let defaultKeys = ["~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"].map {
+            Transfer.expandingHome($0, environment: environment)
+        }
+        // Without key_file, the first of the user's keys that exists, as ssh(1) tries them.
+        if let key = sftp.keyFile.map({ Transfer.expandingHome($0, environment: environment) })
+            ?? defaultKeys.first(where: { access($0, R_OK) == 0 }) {
+            try easy.set(CURLOPT_SSH_PRIVATE_KEYFILE, key)
         }
         if let file = sftp.keyPassphraseFile {
             let path = Transfer.expandingHome(file, environment: environment)

@@ -148,4 +148,21 @@ struct FTPFeedTests {
         expectDone(fixture, "netrc.url", body: Self.body)
         #expect(server.events.contains("USER \(FTPTestServer.user)"), "\(server.events)")
     }
+
+    @Test("passive by default (EPSV); ftp.passive: false connects actively (EPRT/PORT)", arguments: [true, false])
+    func dataConnectionMode(passive: Bool) throws {
+        let (server, fixture, _) = try Self.setUp(.plain, files: ["feed.bin": Self.body],
+                                                  extraConfig: passive ? "" : "ftp: { passive: false }\n")
+        try fixture.dropSettled("mode.url", server.url("feed.bin") + "\n")
+
+        let once = try fixture.capture(["run", "--once"])
+        #expect(once.ending == .exited(0), "\(once)\n\(server.log)")
+        expectDone(fixture, "mode.url", body: Self.body)
+        let events = server.events
+        if passive {
+            #expect(events.contains("EPSV") && !events.contains("EPRT") && !events.contains("PORT"), "\(events)")
+        } else {
+            #expect((events.contains("EPRT") || events.contains("PORT")) && !events.contains("EPSV"), "\(events)")
+        }
+    }
 }

@@ -169,4 +169,20 @@ struct SFTPFeedTests {
         expectDone(fixture, "classed.url", body: Self.body)
         #expect(fixture.statusObject("done", "classed.url")?["class"] as? String == "feeds")
     }
+
+    @Test("with no sftp settings: ~/.ssh/known_hosts and the user's ~/.ssh/id_ed25519 are used")
+    func homeDefaults() throws {
+        let server = try SSHTestServer(files: ["feed.bin": Self.body])
+        let home = server.folder + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.userKey, toPath: home + "/.ssh/id_ed25519")
+        try server.knownHostsLine().write(toFile: home + "/.ssh/known_hosts", atomically: true, encoding: .utf8)
+        let fixture = try SpoolFixture(extraConfig: "protocols: [sftp]\n")
+        try fixture.dropSettled("home.url", server.url("feed.bin") + "\n")
+
+        let run = try CommandRun(["run", "--once", "--config", fixture.configPath], in: fixture.root.path,
+                                 environment: ["HOME": home])
+        #expect(run.status == 0, "\(run.stderr)\n\(server.log)")
+        expectDone(fixture, "home.url", body: Self.body)
+    }
 }

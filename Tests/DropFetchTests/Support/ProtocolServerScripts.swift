@@ -83,6 +83,15 @@ enum ProtocolServerScripts {
         def ftp_REST(self, line):
             log("REST " + line)
             return super().ftp_REST(line)
+        def ftp_PORT(self, line):
+            log("PORT")
+            return super().ftp_PORT(line)
+        def ftp_EPRT(self, line):
+            log("EPRT")
+            return super().ftp_EPRT(line)
+        def ftp_EPSV(self, line):
+            log("EPSV")
+            return super().ftp_EPSV(line)
         def ftp_RETR(self, path):
             log("RETR " + os.path.basename(path))
             return super().ftp_RETR(path)
