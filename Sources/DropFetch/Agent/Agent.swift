@@ -46,6 +46,7 @@ public final class Agent {
     let filer: JobFiler
     let recovery: JobRecovery
     let names: OutputNames
+    let publisher: JobPublisher
     let bandwidth: BandwidthControl
     private var watcher: InboxWatcher?
     private var signals: SignalSource?
@@ -84,6 +85,7 @@ public final class Agent {
         filer = JobFiler(context: context)
         recovery = JobRecovery(context: context)
         names = OutputNames(context: context)
+        publisher = JobPublisher(context: context)
         bandwidth = BandwidthControl(context: context)
         intake.runner = runner
         intake.filer = filer
@@ -91,6 +93,10 @@ public final class Agent {
         runner.filer = filer
         runner.names = names
         runner.bandwidth = bandwidth
+        runner.publisher = publisher
+        publisher.runner = runner
+        publisher.filer = filer
+        publisher.names = names
         filer.intake = intake
         recovery.intake = intake
         progress = options.progress.map(ProgressReporter.init)
@@ -132,13 +138,15 @@ public final class Agent {
 
     private func loop() -> ExitStatus {
         let ownDescriptors = [watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
-                              configWatcher?.fileDescriptor].compactMap { $0 }
+                              configWatcher?.fileDescriptor, context.commit.descriptor].compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         context.metrics?.loopStall.begin()
         while true {
             if case .running = state { runner.startRunnable() }
-            if case .stopping = state, table.runningCount == 0 { break }
+            if case .stopping = state, table.runningCount == 0, context.commit.isIdle { break }
             if options.once, onceRunIsOver() { break }
+            // What this turn asked to make durable goes to the sync worker as one batch.
+            context.commit.flush()
             do {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
@@ -153,6 +161,7 @@ public final class Agent {
             for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
+            if isReady(context.commit.descriptor) { context.commit.collect() }
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
@@ -180,7 +189,7 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard table.runningCount == 0, runner.scheduler.readyCount == 0 else { return false }
+        guard table.runningCount == 0, runner.scheduler.readyCount == 0, context.commit.isIdle else { return false }
         let now = MonotonicClock.now()
         let horizon = Agent.adding(now, config.onceWait)
         if let due = runner.scheduler.nextDue, due <= horizon { return false }

@@ -8,6 +8,8 @@ final class Job {
         case running(key: Int)
         /// Set aside until this monotonic time: a retry, free space, or a name's owner.
         case waiting(until: Int64, reason: WaitReason)
+        /// The transfer is over and its data is being made durable and given its final name (GroupCommit).
+        case publishing
         case finished
     }
 
@@ -84,7 +86,7 @@ final class Job {
         current.attempts = downloads.map(\.attempt).max() ?? 0
         if isFinished { return current }
         let open = downloads.filter { !$0.isFinished }
-        if isRunning {
+        if isRunning || downloads.contains(where: { $0.phase == .publishing }) {
             current.state = .running
             current.retryAt = nil
         } else if open.allSatisfy({ if case .waiting = $0.phase { true } else { false } }) {

@@ -45,19 +45,43 @@ final class JobFiler: AgentPart {
         file(job, record)
     }
 
-    /// The finish protocol (Spool.file); when it fails (ENOSPC, EIO) the job stays claimed and
-    /// filing is retried with backoff, never forgotten.
+    /// The finish protocol (docs/spool.md) through the group commit: the status staged in the work
+    /// folder → durable → in place in done/ or failed/ with the job file beside it → both folders
+    /// durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed and filing is
+    /// retried with backoff, never forgotten.
     func file(_ job: Job, _ record: StatusRecord) {
+        guard !table.isCommitting(job) else { return }
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
+        let source = spool.work + "/" + job.workName
+        let staged: Spool.StagedStatus
         do {
-            let filed = try spool.file(job.workName, as: outcome, status: record) {
+            staged = try spool.stageStatus(record, as: outcome, for: source, stagingIn: spool.work)
+        } catch {
+            return filingFailed(job, record, error)
+        }
+        table.committing(job)
+        context.commit.sync([.file(staged.file)]) { [self] error in
+            if let error {
+                spool.discard(staged)
+                return filingFailed(job, record, error)
+            }
+            moveIntoPlace(job, staged, from: source)
+        }
+    }
+
+    /// The durable status renamed into done/ or failed/ and the job file beside it; announced once
+    /// both folders are durable.
+    private func moveIntoPlace(_ job: Job, _ staged: Spool.StagedStatus, from source: String) {
+        let record = staged.status
+        let jobPath: String
+        let folders: [DirectoryHandle]
+        do {
+            jobPath = try spool.fileStaged(staged, from: source) {
                 for case let (folder, name, _)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
             }
-            if outcome == .failed { handledFailure = true }
-            JobLog.filed(record, at: filed, logger: logger)
-            announce(record, filedAt: filed)
-            context.metrics?.filed(record)
-        } catch where error.code == ENOENT && !FileSystem.exists(spool.work + "/" + job.workName) {
+            folders = try spool.filedFolders(staged.outcome, from: source)
+        } catch where error.code == ENOENT && !FileSystem.exists(source) {
+            spool.discard(staged)
             // Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records
             // that prove its published files are its own are put back for when it returns.
             for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
@@ -67,16 +91,34 @@ final class JobFiler: AgentPart {
             table.remove(job)
             return
         } catch {
-            let failures = table.filingFailures(of: job) + 1
-            let delay = Int64(min(60_000, 250 << min(failures, 8)))
-            logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])
-            table.filingFailed(job, record: record, retryAt: MonotonicClock.now() + delay)
-            return
+            spool.discard(staged)
+            return filingFailed(job, record, error)
         }
+        try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: job.workName))
+        context.commit.sync(folders.map { .folder($0) }) { [self] error in
+            // The moves are done; a folder that cannot be synced is reported, not undone.
+            if let error { logger.error("the filing of \(job.workName) may not survive a power cut: \(error)") }
+            filed(job, record, at: jobPath)
+        }
+    }
+
+    /// A job in its place: logged, counted, announced, forgotten.
+    private func filed(_ job: Job, _ record: StatusRecord, at filed: String) {
+        if record.state != .done { handledFailure = true }
+        JobLog.filed(record, at: filed, logger: logger)
+        announce(record, filedAt: filed)
+        context.metrics?.filed(record)
         table.remove(job)
         if table.isEmpty, intake.inbox.count == 0, let idle = config.hooks.onIdle {
             context.hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
         }
+    }
+
+    private func filingFailed(_ job: Job, _ record: StatusRecord, _ error: SystemError) {
+        let failures = table.filingFailures(of: job) + 1
+        let delay = Int64(min(60_000, 250 << min(failures, 8)))
+        logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])
+        table.filingFailed(job, record: record, retryAt: MonotonicClock.now() + delay)
     }
 
     /// Runs `hooks.on_done` or `hooks.on_failed` for a filed job (docs/config.md, hooks).
@@ -93,13 +135,20 @@ final class JobFiler: AgentPart {
     }
 
     /// Rewrites `work/<agent>/<name>.state.json` of running jobs with their progress (about once a
-    /// second), after making the data they count durable (PartFile.checkpoint).
+    /// second), and checkpoints their data (PartFile.recordDurable) through the group commit.
     func refreshStateFiles() {
         var running: [Job] = []
         for (transfer, unit) in table.allTransfers {
-            // Writeback was started as the data arrived, so this fdatasync finds little to do.
-            if transfer.written > transfer.part.record.bytes {
-                try? transfer.part.checkpoint()
+            // Writeback was started as the data arrived, so this fdatasync finds little to do;
+            // it runs with the group commit, and the record counts what it made durable.
+            let part = transfer.part
+            if transfer.written > part.record.bytes {
+                let size = part.size
+                let cuts = part.cuts
+                context.commit.sync([.data(part.file)]) { [table] error in
+                    guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part else { return }
+                    try? part.recordDurable(size, cuts: cuts)
+                }
             }
             guard let job = table.job(unit.job) else { continue }
             job.downloads[unit.download].status.bytes = transfer.written

@@ -13,6 +13,7 @@ final class JobRunner: AgentPart {
     unowned var filer: JobFiler!
     unowned var names: OutputNames!
     unowned var bandwidth: BandwidthControl!
+    unowned var publisher: JobPublisher!
 
     init(context: AgentContext) {
         self.context = context
@@ -72,8 +73,12 @@ final class JobRunner: AgentPart {
         }
         guard let part = download.part else { return }
         if table.runningCount == 0 { lastStateRefresh = MonotonicClock.now() }
-        // The state on disk learns the routing folder at the first start, and each new attempt.
-        let recordsState = job.record.started == nil || (download.beginsAttempt && download.attempt > 0)
+        // The state on disk learns the routing folder at the first start (after a crash the
+        // class, and so the destination, comes from it) and the count at each new attempt (a
+        // `hold` takes the file as it is). A first attempt from the inbox's top needs neither:
+        // its state is first written by the progress refresh, which a small job never reaches.
+        let recordsState = (job.record.started == nil && !(job.record.folder ?? "").isEmpty)
+            || (download.beginsAttempt && download.attempt > 0)
         if download.beginsAttempt {
             download.attempt += 1
             download.beginsAttempt = false
@@ -139,7 +144,7 @@ final class JobRunner: AgentPart {
         }
         switch transfer.finish(result) {
         case .completed(let result):
-            publish(transfer, result, job, index)
+            publisher.publish(transfer.part, result, job, index)
         case .restart(let reason):
             try? transfer.part.truncate(to: 0)
             job.downloads[index].restarts += 1
@@ -178,74 +183,6 @@ final class JobRunner: AgentPart {
             if transfer.written > 0 { try? transfer.part.checkpoint() }
             endAttempt(job, index, failure)
         }
-    }
-
-    /// Gives a complete `.part` its final name: fsync → rename in its folder (checked to be still
-    /// below the destination root) → fsync the folder; then the job is filed or its state saved.
-    private func publish(_ transfer: Transfer, _ result: TransferResult, _ job: Job, _ index: Int) {
-        let part = transfer.part
-        var target = part.finalName
-        if config.contentDisposition, job.downloads[index].spec.out == nil,
-           let header = result.contentDisposition, let name = FileName.fromContentDisposition(header) {
-            target = name
-        }
-        do throws(Failure) {
-            do {
-                try part.syncForPublishing()
-                crashPlan?.reach(.dataComplete)
-                guard try names.destinationRoot(of: job).stillContains(part.folder) else {
-                    throw Failure(.invalidJob, "\(part.folder.path) was moved or replaced while in use; not published into")
-                }
-                switch config.onConflict {
-                case .overwrite:
-                    try part.folder.rename(part.name, to: target)
-                case .fail:
-                    try part.folder.moveNoReplace(part.name, to: part.folder, as: target)
-                case .rename:
-                    target = try publishUnderFreeName(part, preferring: target)
-                }
-                if config.fsync { try part.folder.sync() }
-            } catch let error as SystemError {
-                let kind: ErrorKind = error.code == EEXIST ? .exists : (error.isNoSpace ? .noSpace : .internal)
-                throw Failure(kind, error.description)
-            } catch let failure as Failure {
-                throw failure
-            } catch {
-                throw Failure(.internal, "\(error)")
-            }
-        } catch {
-            return endAttempt(job, index, TransferFailure(failure: error, httpStatus: result.httpStatus, retryAfter: nil,
-                                                          bytes: result.bytes, resumedFrom: result.resumedFrom))
-        }
-        var status = job.downloads[index].status
-        status.state = .done
-        status.file = part.folder.path + "/" + target
-        status.bytes = result.bytes
-        status.size = nil
-        status.httpStatus = result.httpStatus
-        status.resumedFrom = result.resumedFrom
-        status.sha256 = result.sha256
-        status.error = nil
-        job.downloads[index].status = status
-        job.downloads[index].phase = .finished
-        job.downloads[index].part = nil
-        // The record proves the published file is this job's until the job's own record says so.
-        job.downloads[index].publishedRecord = (part.folder, part.recordName, part.record)
-        crashPlan?.reach(.published)
-        if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
-    }
-
-    /// `on_conflict: rename`: the first of `x.iso`, `x.1.iso`, … that is free (renameat2 without replacing).
-    private func publishUnderFreeName(_ part: PartFile, preferring name: String) throws(SystemError) -> String {
-        for candidate in OutputNames.variants(of: name) {
-            do {
-                try part.folder.moveNoReplace(part.name, to: part.folder, as: candidate)
-                return candidate
-            } catch where error.code == EEXIST {
-                continue
-            }
-        }
-        throw SystemError(code: EEXIST, operation: "rename", path: part.finalPath)
     }
 
     /// A failed try of one mirror: the next mirror, a retry after backoff, or the end (RetryPolicy).
@@ -329,7 +266,8 @@ final class JobRunner: AgentPart {
     /// transfers stop at once and it is forgotten. Partial data stays for a later resume when the
     /// job is still in the spool (held, released); it goes when the job was cancelled or deleted.
     func jobLeftWorkFolder(_ workName: String) {
-        guard let job = table.job(workName: workName) else { return }
+        // A job being filed leaves by its own move; one moved away meanwhile is seen by the filing.
+        guard let job = table.job(workName: workName), !table.isCommitting(job) else { return }
         // Our own filing, or a new job already claimed under the same name.
         if FileSystem.exists(spool.work + "/" + workName) { return }
         for (transfer, unit) in table.transfers(of: job) {

@@ -4,6 +4,9 @@ final class JobTable {
     /// What the table knows of one job besides the job itself.
     private enum State {
         case active
+        /// Being filed: its status is written and waits, with the moves, for the group commit
+        /// (after this many failed filings).
+        case committing(failures: Int)
         /// Its downloads are over but filing it failed (ENOSPC, EIO): retried at this monotonic time.
         case filing(StatusRecord, retryAt: Int64, failures: Int)
     }
@@ -63,14 +66,27 @@ final class JobTable {
 
     // MARK: - Filing
 
+    /// Marks a job whose filing has begun: its own moves out of the work folder are not departures.
+    func committing(_ job: Job) {
+        let failures = filingFailures(of: job)
+        jobs[job.id]?.state = .committing(failures: failures)
+    }
+
+    func isCommitting(_ job: Job) -> Bool {
+        if case .committing? = jobs[job.id]?.state { return true }
+        return false
+    }
+
     /// A job whose filing failed waits here, with the record to file, for `retryAt`.
     func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
         jobs[job.id] = (job, .filing(record, retryAt: retryAt, failures: filingFailures(of: job) + 1))
     }
 
     func filingFailures(of job: Job) -> Int {
-        if case .filing(_, _, let failures)? = jobs[job.id]?.state { return failures }
-        return 0
+        switch jobs[job.id]?.state {
+        case .filing(_, _, let failures)?, .committing(let failures)?: return failures
+        case .active?, nil: return 0
+        }
     }
 
     /// Jobs whose filing is due again at `now`, with their records.

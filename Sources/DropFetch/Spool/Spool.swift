@@ -28,6 +28,7 @@ final class Spool {
     /// The next record number to try per `folder/job name`, so that many records of one name do
     /// not probe from 1 each time.
     private var nextRecordNumber: [String: Int] = [:]
+    private var folderHandles: [String: DirectoryHandle] = [:]
     var crashPlan: CrashPlan?
 
     init(root: String, agentID: String, durable: Bool) {
@@ -149,57 +150,48 @@ final class Spool {
         String(name.dropLast(4)) + ".state.json"
     }
 
-    /// The finish protocol for a job of this agent: status file written atomically into done/ or
-    /// failed/, then the job file renamed beside it, then both folders synced; the state file goes.
-    @discardableResult
-    func file(_ workName: String, as outcome: Outcome, status: StatusRecord,
-              statusWritten: () -> Void = {}) throws(SystemError) -> String {
-        let filed = try file(path: work + "/" + workName, as: outcome, status: status, stagingIn: work,
-                             statusWritten: statusWritten)
-        try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
-        return filed
+    /// A status file written under a temp name in the staging folder: not yet durable, not in place.
+    struct StagedStatus {
+        let file: FileDescriptor
+        let temp: String
+        let status: StatusRecord
+        let outcome: Outcome
     }
 
-    /// Writes a file that must not exist yet: temp (O_EXCL) in `staging` → fsync → rename without replacing.
-    private func writeNew(_ bytes: [UInt8], to path: String, stagingIn staging: String) throws(SystemError) {
-        let temp = AtomicFile.tempPath(for: staging + "/" + FileSystem.baseName(of: path))
+    /// First step of filing: the status file for the job file at `source`, written (O_EXCL) under a
+    /// temp name in `staging` (default: done/ or failed/); `fileStaged` puts it in place once durable.
+    func stageStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
+                     stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
+        let folder = staging ?? (outcome == .done ? done : failed)
+        let temp = AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
         let file = try AtomicFile.createExclusive(temp, mode: 0o644)
         do {
-            try file.write(bytes)
-            if durable { try file.sync() }
-            try FileSystem.renameNoReplace(temp, to: path)
+            try file.write(status.encoded())
         } catch {
             try? FileSystem.removeIfPresent(temp)
             throw error
         }
+        return StagedStatus(file: file, temp: temp, status: status, outcome: outcome)
     }
 
-    /// Where a job file of this name is now, outside the work folders (hold/, failed/, done/, inbox/).
-    func locate(_ name: String) -> String? {
-        [hold, failed, done, inbox].map { $0 + "/" + name }.first(where: FileSystem.exists)
-    }
-
-    /// Moves a job file from anywhere in the spool into done/ or failed/ beside its status record,
-    /// never replacing a record (`x.url`, else `x.1.url`, …). The status file's temp is written in
-    /// `staging` (default: done/ or failed/ itself); an agent stages in its own work folder, where
-    /// a temp left by a crash is removed at its next start (`removeLeftovers(in:)`).
-    @discardableResult
+    /// Second step: the staged status renamed beside the job's record name in done/ or failed/
+    /// (`x.url`, else `x.1.url`, …, never replacing), then the job file at `source` beside it.
+    /// Returns the job file's new path; the folders are not synced (`syncFiled`).
     ///
     /// `statusWritten` runs once the status file is in place, before the job file moves: what it
     /// cleans up is then no longer needed by recovery, which completes the filing from the status.
-    func file(path source: String, as outcome: Outcome, status: StatusRecord,
-              stagingIn staging: String? = nil, statusWritten: () -> Void = {}) throws(SystemError) -> String {
-        let folder = outcome == .done ? done : failed
-        let bytes = status.encoded()
-        var number = firstFreeRecordNumber(for: status.job, in: folder)
+    func fileStaged(_ staged: StagedStatus, from source: String, statusWritten: () -> Void = {}) throws(SystemError) -> String {
+        let folder = staged.outcome == .done ? done : failed
+        let job = staged.status.job
+        var number = firstFreeRecordNumber(for: job, in: folder)
         while number < 100_000 {
-            let candidate = Spool.candidateName(status.job, number: number)
+            let candidate = Spool.candidateName(job, number: number)
             number += 1
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = folder + "/" + candidate
             if FileSystem.exists(statusPath) || FileSystem.exists(jobPath) { continue }
             do {
-                try writeNew(bytes, to: statusPath, stagingIn: staging ?? folder)
+                try FileSystem.renameNoReplace(staged.temp, to: statusPath)
             } catch where error.code == EEXIST {
                 continue
             }
@@ -208,18 +200,59 @@ final class Spool {
             do {
                 try FileSystem.renameNoReplace(source, to: jobPath)
             } catch {
-                try? FileSystem.unlink(statusPath)
+                // The status goes back to its temp name: tried again under the next name, or removed by the caller.
+                if (try? FileSystem.rename(statusPath, to: staged.temp)) == nil { try? FileSystem.unlink(statusPath) }
                 if error.code == EEXIST { continue }
                 throw error
             }
-            nextRecordNumber[folder + "/" + status.job] = number
-            if durable {
-                try FileSystem.syncDirectory(folder)
-                try FileSystem.syncDirectory(FileSystem.directoryName(of: source))
-            }
+            nextRecordNumber[folder + "/" + job] = number
             return jobPath
         }
         throw SystemError(code: EEXIST, operation: "file", path: source)
+    }
+
+    /// Removes a staged status that was not filed.
+    func discard(_ staged: StagedStatus) {
+        try? FileSystem.removeIfPresent(staged.temp)
+    }
+
+    /// The folders whose fsync makes a filing from `source` durable: done/ or failed/, and the source's folder.
+    func filedFolders(_ outcome: Outcome, from source: String) throws(SystemError) -> [DirectoryHandle] {
+        [try folderHandle(outcome == .done ? done : failed), try folderHandle(FileSystem.directoryName(of: source))]
+    }
+
+    /// An open handle on one of the spool's folders, opened once.
+    func folderHandle(_ path: String) throws(SystemError) -> DirectoryHandle {
+        if let open = folderHandles[path] { return open }
+        let handle = try DirectoryHandle.openRoot(path, create: false)
+        folderHandles[path] = handle
+        return handle
+    }
+
+    /// The finish protocol in one call, for the commands (`cancel`): the status staged in `staging`,
+    /// synced, put in place with the job file beside it, then both folders synced.
+    @discardableResult
+    func file(path source: String, as outcome: Outcome, status: StatusRecord,
+              stagingIn staging: String? = nil, statusWritten: () -> Void = {}) throws(SystemError) -> String {
+        let staged = try stageStatus(status, as: outcome, for: source, stagingIn: staging)
+        let jobPath: String
+        do {
+            if durable { try staged.file.sync() }
+            jobPath = try fileStaged(staged, from: source, statusWritten: statusWritten)
+        } catch {
+            discard(staged)
+            throw error
+        }
+        if durable {
+            try FileSystem.syncDirectory(FileSystem.directoryName(of: jobPath))
+            try FileSystem.syncDirectory(FileSystem.directoryName(of: source))
+        }
+        return jobPath
+    }
+
+    /// Where a job file of this name is now, outside the work folders (hold/, failed/, done/, inbox/).
+    func locate(_ name: String) -> String? {
+        [hold, failed, done, inbox].map { $0 + "/" + name }.first(where: FileSystem.exists)
     }
 
     /// The lowest record number (`x.N.url`) worth trying: remembered from the last filing of this

@@ -23,6 +23,8 @@ final class PartFile {
     private let durable: Bool
     /// Bytes known to be in the file and valid (the writer keeps it current).
     var size: Int64
+    /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
+    private(set) var cuts = 0
 
     var recordName: String { ResumeRecord.name(forPart: name) }
     var path: String { folder.path + "/" + name }
@@ -203,6 +205,7 @@ final class PartFile {
 
     /// Cuts the file to `length` (ftruncate(2)) and positions the next write there.
     func truncate(to length: Int64) throws(SystemError) {
+        if length < size { cuts += 1 }
         if length != size { try file.truncate(to: length) }
         try file.seek(to: length)
         size = length
@@ -216,10 +219,19 @@ final class PartFile {
                         modified: modified)
     }
 
-    /// Makes the data durable (fdatasync(2)) and then the record that counts it.
+    /// Makes the data durable (fdatasync(2)) and then the record that counts it; data the record
+    /// already counts needs no sync.
     func checkpoint() throws(SystemError) {
-        if durable { try file.syncData() }
+        if durable, size > record.bytes { try file.syncData() }
         record.bytes = size
+        try writeRecord()
+    }
+
+    /// Counts the first `bytes` as durable in the record, once the caller made them so (a
+    /// GroupCommit `.data` sync requested when the file held that many, and had been cut `cuts` times).
+    func recordDurable(_ bytes: Int64, cuts cutsThen: Int) throws(SystemError) {
+        guard cutsThen == cuts, bytes > record.bytes, bytes <= size else { return }
+        record.bytes = bytes
         try writeRecord()
     }
 
@@ -236,11 +248,6 @@ final class PartFile {
     }
 
     static let writebackChunk: Int64 = 8 << 20
-
-    /// fsync(2) of the data before it is published.
-    func syncForPublishing() throws(SystemError) {
-        if durable { try file.sync() }
-    }
 
     private var recordTempName: String { "." + recordName + ".tmp" }
 

@@ -210,13 +210,17 @@ struct CrashMatrixTests {
             let parts = destination.filter { $0.hasSuffix(".part") && (fixture.fileSize(fixture.destination + "/" + $0) ?? 0) > 0 }
             #expect(!parts.isEmpty, "mid-transfer:\(count) left no partial data: \(destination)")
             #expect(fixture.jobs(in: "done").count < jobs.count)
+        // Jobs pass these two points in batches (the group commit syncs the data, then the
+        // folders, of every job that finished in a loop turn together), so others may be at the
+        // same step; none of them can be filed yet.
         case "data-complete":
             let complete = jobs.filter { fixture.fileSize(fixture.destination + "/." + $0.file + ".part") == $0.body.count }
-            #expect(complete.count == 1, "data-complete:\(count): complete .part files \(complete.map(\.file)) in \(destination)")
-            #expect(fixture.jobs(in: "done").count == count - 1)
+            #expect(!complete.isEmpty, "data-complete:\(count): no complete .part file in \(destination)")
+            #expect(complete.count <= jobs.count - fixture.jobs(in: "done").count)
+            #expect(fixture.jobs(in: "done").count <= count - 1)
         case "published":
-            #expect(snapshot.jobs(.published).count == 1, "published:\(count): \(snapshot.progress)")
-            #expect(fixture.jobs(in: "done").count == count - 1)
+            #expect(!snapshot.jobs(.published).isEmpty, "published:\(count): \(snapshot.progress)")
+            #expect(fixture.jobs(in: "done").count <= count - 1)
         case "status-written":
             let orphans = fixture.names(in: "done").filter {
                 $0.hasSuffix(".status.json") && !fixture.jobs(in: "done").contains(String($0.dropLast(12)) + ".url")

@@ -51,7 +51,7 @@ struct SpoolTests {
             let name = try #require(try spool.claim(.init(relativePath: "x.url", modified: 0)))
             let record = StatusRecord(job: "x.url", state: .done, className: "default", priority: 0, agent: "a1",
                                       submitted: Timestamp.now())
-            try spool.file(name, as: .done, status: record)
+            try spool.file(path: root + "/work/a1/" + name, as: .done, status: record, stagingIn: root + "/work/a1")
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
         #expect(names == ["x.1.status.json", "x.1.url", "x.status.json", "x.url"])

@@ -1,0 +1,172 @@
+import Glibc
+
+/// Group commit: the fsyncs that jobs ask for during one loop turn go to the `SyncWorker` as one
+/// batch, with each file and folder synced once however many jobs wait on it, and each job takes
+/// its next step only when everything it waits on is durable (docs/architecture.md).
+///
+/// One batch is in flight at a time; what is asked for meanwhile forms the next one, so batches
+/// grow with the load. With `fsync: false`, or if the worker cannot start, a request completes
+/// at once (synced inline in the second case).
+final class GroupCommit {
+    /// Something to make durable.
+    enum Target {
+        /// A file's data and the metadata needed to read it (fdatasync(2)).
+        case data(FileDescriptor)
+        /// A file with all its metadata (fsync(2)).
+        case file(FileDescriptor)
+        /// A folder, so that the names created or renamed in it last (fsync(2)).
+        case folder(DirectoryHandle)
+
+        /// One key per file or folder: a folder reached through two handles is synced once.
+        fileprivate var key: Key {
+            switch self {
+            case .data(let file), .file(let file): return .descriptor(file.rawValue)
+            case .folder(let folder): return .inode(folder.device, folder.inode)
+            }
+        }
+
+        fileprivate var syncTarget: SyncWorker.Target {
+            switch self {
+            case .data(let file): return SyncWorker.Target(descriptor: file.rawValue, dataOnly: true, path: file.path)
+            case .file(let file): return SyncWorker.Target(descriptor: file.rawValue, dataOnly: false, path: file.path)
+            case .folder(let folder): return SyncWorker.Target(descriptor: folder.descriptor, dataOnly: false, path: folder.path)
+            }
+        }
+
+        /// The open object, kept alive while its descriptor is in a batch.
+        fileprivate var owner: AnyObject {
+            switch self {
+            case .data(let file), .file(let file): return file
+            case .folder(let folder): return folder
+            }
+        }
+    }
+
+    fileprivate enum Key: Hashable {
+        case descriptor(Int32)
+        case inode(UInt64, UInt64)
+    }
+
+    typealias Completion = (SystemError?) -> Void
+
+    /// Requests gathered for the next batch, or being synced in the one in flight.
+    private struct Round {
+        var targets: [Target] = []
+        var index: [Key: Int] = [:]
+        /// Each waiter's targets (indices into `targets`) and what runs once they are durable.
+        var waiters: [(targets: [Int], then: Completion)] = []
+
+        mutating func add(_ requested: [Target], then: @escaping Completion) {
+            var indices: [Int] = []
+            for target in requested {
+                let key = target.key
+                if let known = index[key] {
+                    // A data-only sync does not cover a full one asked for the same file.
+                    if case .file = target, case .data = targets[known] { targets[known] = target }
+                    indices.append(known)
+                } else {
+                    index[key] = targets.count
+                    indices.append(targets.count)
+                    targets.append(target)
+                }
+            }
+            waiters.append((indices, then))
+        }
+    }
+
+    private enum State {
+        /// Requests complete at once (`fsync: false`).
+        case off
+        /// Requests are synced inline: the worker could not be started.
+        case inline
+        case idle(SyncWorker)
+        case syncing(SyncWorker, Round)
+    }
+
+    private var state: State
+    private var gathering = Round()
+    /// Batches sent and the fsyncs they held, for the metrics and the benchmarks' reading.
+    private(set) var batches = 0
+    private(set) var syncs = 0
+
+    init(durable: Bool, onWorkerFailure: (SystemError) -> Void) {
+        guard durable else {
+            state = .off
+            return
+        }
+        do {
+            state = .idle(try SyncWorker())
+        } catch {
+            onWorkerFailure(error)
+            state = .inline
+        }
+    }
+
+    /// The descriptor that becomes readable when a batch is back; nil when there is no worker.
+    var descriptor: Int32? {
+        switch state {
+        case .idle(let worker), .syncing(let worker, _): return worker.descriptor
+        case .off, .inline: return nil
+        }
+    }
+
+    /// Whether nothing is waiting to be made durable.
+    var isIdle: Bool {
+        if case .syncing = state { return false }
+        return gathering.waiters.isEmpty
+    }
+
+    /// Runs `then` once every target is durable, with the first error if one could not be synced.
+    func sync(_ targets: [Target], then: @escaping Completion) {
+        switch state {
+        case .off:
+            then(nil)
+        case .inline:
+            var failure: SystemError?
+            for target in targets where failure == nil {
+                let sync = target.syncTarget
+                failure = GroupCommit.syncNow(sync)
+            }
+            syncs += targets.count
+            then(failure)
+        case .idle, .syncing:
+            gathering.add(targets, then: then)
+        }
+    }
+
+    /// Sends what was gathered when no batch is in flight; called once at the end of each loop turn.
+    func flush() {
+        guard case .idle(let worker) = state, !gathering.waiters.isEmpty else { return }
+        let round = gathering
+        gathering = Round()
+        state = .syncing(worker, round)
+        batches += 1
+        syncs += round.targets.count
+        worker.submit(SyncWorker.Batch(targets: round.targets.map(\.syncTarget)))
+    }
+
+    /// Runs the completions of the batch the worker sent back, then sends the next one.
+    func collect() {
+        guard case .syncing(let worker, let round) = state else { return }
+        guard let batch = worker.completed().first else { return }
+        state = .idle(worker)
+        withExtendedLifetime(round.targets.map(\.owner)) {
+            for waiter in round.waiters {
+                let failure = waiter.targets.lazy.compactMap { batch.errors[$0] }.first
+                waiter.then(failure)
+            }
+        }
+        flush()
+    }
+
+    private static func syncNow(_ target: SyncWorker.Target) -> SystemError? {
+        do {
+            _ = try retryingEINTR(target.dataOnly ? "fdatasync" : "fsync", target.path) {
+                target.dataOnly ? fdatasync(target.descriptor) : Glibc.fsync(target.descriptor)
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import CLinux
+import Glibc
+
+/// A thread that runs batches of fsync(2) and fdatasync(2) for the event loop, so that making data
+/// durable never blocks a loop turn (group commit, docs/architecture.md).
+///
+/// A batch goes to the worker and comes back through two pipes as a retained pointer: the loop
+/// does not touch a batch between `submit` and `completed`, the worker not before or after; the
+/// pipe's write and read order the two. No lock is shared.
+final class SyncWorker {
+    /// What one fsync is for: the descriptor, whether data alone is enough (fdatasync), and the
+    /// path for messages. The caller keeps the descriptor open until the batch is back.
+    struct Target {
+        let descriptor: Int32
+        let dataOnly: Bool
+        let path: String
+    }
+
+    /// One batch: the loop fills `targets`, the worker `errors` (one per target, nil when durable).
+    final class Batch: @unchecked Sendable {
+        let targets: [Target]
+        var errors: [SystemError?]
+
+        init(targets: [Target]) {
+            self.targets = targets
+            errors = Array(repeating: nil, count: targets.count)
+        }
+    }
+
+    private let requests: (read: Int32, write: Int32)
+    private let responses: (read: Int32, write: Int32)
+    private var thread: pthread_t?
+
+    /// Becomes readable when a batch is back (for curl_multi_poll(3)'s extra descriptors).
+    var descriptor: Int32 { responses.read }
+
+    init() throws(SystemError) {
+        requests = try SyncWorker.makePipe()
+        do {
+            responses = try SyncWorker.makePipe()
+        } catch {
+            Glibc.close(requests.read)
+            Glibc.close(requests.write)
+            throw error
+        }
+        _ = fcntl(responses.read, F_SETFL, fcntl(responses.read, F_GETFL) | O_NONBLOCK)
+        let ends = Box(requests: requests.read, responses: responses.write)
+        let context = Unmanaged.passRetained(ends).toOpaque()
+        var handle = pthread_t()
+        let status = pthread_create(&handle, nil, { raw in
+            let ends = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            SyncWorker.work(requests: ends.requests, responses: ends.responses)
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            for fd in [requests.read, requests.write, responses.read, responses.write] { Glibc.close(fd) }
+            throw SystemError(code: status, operation: "pthread_create (sync worker)")
+        }
+        thread = handle
+    }
+
+    /// Closing the request pipe ends the worker after the batch it is on; the loop waits for it.
+    deinit {
+        Glibc.close(requests.write)
+        if let thread { pthread_join(thread, nil) }
+        while readBatch() != nil {}
+        for fd in [requests.read, responses.read, responses.write] { Glibc.close(fd) }
+    }
+
+    /// Hands a batch to the worker; `completed()` returns it once every target was synced.
+    func submit(_ batch: Batch) {
+        var pointer = UInt(bitPattern: Unmanaged.passRetained(batch).toOpaque())
+        // 8 bytes: below PIPE_BUF, so written whole; the worker drains the pipe, so this never waits long.
+        _ = try? retryingEINTR("write (sync worker)") { Glibc.write(requests.write, &pointer, MemoryLayout<UInt>.size) }
+    }
+
+    /// The batches the worker has finished since the last call, in the order they were submitted.
+    func completed() -> [Batch] {
+        var done: [Batch] = []
+        while let batch = readBatch() { done.append(batch) }
+        return done
+    }
+
+    private func readBatch() -> Batch? {
+        var pointer: UInt = 0
+        let count = (try? retryingEINTR("read (sync worker)") { Glibc.read(responses.read, &pointer, MemoryLayout<UInt>.size) }) ?? 0
+        guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return nil }
+        return Unmanaged<Batch>.fromOpaque(raw).takeRetainedValue()
+    }
+
+    /// The worker's loop: take a batch, sync each target, send it back; end when the pipe closes.
+    private static func work(requests: Int32, responses: Int32) {
+        while true {
+            var pointer: UInt = 0
+            let count = Glibc.read(requests, &pointer, MemoryLayout<UInt>.size)
+            if count < 0, dfl_errno() == EINTR { continue }
+            guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return }
+            let batch = Unmanaged<Batch>.fromOpaque(raw).takeUnretainedValue()
+            for (index, target) in batch.targets.enumerated() {
+                do {
+                    _ = try retryingEINTR(target.dataOnly ? "fdatasync" : "fsync", target.path) {
+                        target.dataOnly ? fdatasync(target.descriptor) : fsync(target.descriptor)
+                    }
+                } catch {
+                    batch.errors[index] = error
+                }
+            }
+            var back = pointer
+            _ = try? retryingEINTR("write (sync worker)") { Glibc.write(responses, &back, MemoryLayout<UInt>.size) }
+        }
+    }
+
+    private static func makePipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        _ = try retryingEINTR("pipe2") { dfl_pipe_cloexec(&fds) }
+        return (fds[0], fds[1])
+    }
+
+    /// The worker's ends of the pipes, passed to the new thread.
+    private final class Box: @unchecked Sendable {
+        let requests: Int32
+        let responses: Int32
+
+        init(requests: Int32, responses: Int32) {
+            self.requests = requests
+            self.responses = responses
+        }
+    }
+}
