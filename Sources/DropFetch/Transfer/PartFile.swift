@@ -23,6 +23,9 @@ final class PartFile {
     private let durable: Bool
     /// Bytes known to be in the file and valid (the writer keeps it current).
     var size: Int64
+    /// The config's `digest` when the part was reserved: whether a transfer into it computes the
+    /// SHA-256 of the status file (a job's `checksum=` is computed either way).
+    var digest = Config.DigestChoice.sha256
 
     var recordName: String { ResumeRecord.name(forPart: name) }
     var path: String { folder.path + "/" + name }

@@ -46,7 +46,8 @@ enum TransferOutcome: Sendable, Equatable {
 
 struct TransferResult: Sendable, Equatable {
     var bytes: Int64
-    var sha256: String
+    /// Lower-case hex; nil under `digest: none`.
+    var sha256: String?
     /// The final HTTP status; nil for FTP and SFTP.
     var httpStatus: Int?
     var resumedFrom: Int64
