@@ -45,8 +45,9 @@ final class BandwidthControl: AgentPart {
     /// Brings the budget up to date with the running transfers and the config, and gives each
     /// transfer what its limit needs. Call it whenever a transfer starts (before the next
     /// curl_multi_perform(3)) or ends (while its `Transfer` is still alive, for its last bytes),
-    /// and on a config reload.
+    /// and on a config reload. While no limit is configured or in force it only meters.
     func applyRateLimits() {
+        if !bandwidth.isActive, !configuresLimits, meterUnlimited() { return }
         let now = MonotonicClock.now()
         let running = meteredTransfers()
         bandwidth.setLimits(BandwidthBudget.Limits(config))
@@ -56,6 +57,10 @@ final class BandwidthControl: AgentPart {
             bandwidth.add(key, className: metered.className, ownLimit: metered.ownLimit, now: now)
             transferMeter.track(key, metered.transfer, className: metered.className, now: now)
             started.append(key)
+        }
+        // Started while nothing was limited (`meterUnlimited`): budgeted from now on.
+        for (key, metered) in running where !bandwidth.contains(key) {
+            bandwidth.add(key, className: metered.className, ownLimit: metered.ownLimit, now: now)
         }
         for key in bandwidth.ids where running[key] == nil { bandwidth.remove(key) }
         for key in transferMeter.keys where running[key] == nil { transferMeter.forget(key) }
@@ -68,6 +73,34 @@ final class BandwidthControl: AgentPart {
         }
         for (key, metered) in running { hookLimit(metered.transfer, key: key) }
         context.metrics?.bytesByClass = transferMeter.bytesByClass
+    }
+
+    /// Whether the config limits any transfers: `limits.rate_limit` or a class's `rate_limit`.
+    private var configuresLimits: Bool {
+        config.limits.rateLimit > 0 || config.classes.contains { ($0.rateLimit ?? 0) > 0 }
+    }
+
+    /// `applyRateLimits` while nothing is limited: the meter follows the transfers that started
+    /// or ended, the budget is emptied, and nothing is divided. False, having changed nothing, when
+    /// a transfer that started has a `max-download-limit` of its own.
+    private func meterUnlimited() -> Bool {
+        for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
+            if let limit = table.job(unit.job)?.downloads[unit.download].spec.maxDownloadLimit, limit > 0 { return false }
+        }
+        if !bandwidth.isEmpty { bandwidth = BandwidthBudget() }
+        let now = MonotonicClock.now()
+        for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
+            transferMeter.forget(transfer.easy.key)
+            transferMeter.track(transfer.easy.key, transfer, className: table.job(unit.job)?.record.className ?? "default",
+                                now: now)
+        }
+        // Every running transfer is metered now: more keys than transfers means some ended.
+        if transferMeter.count > table.runningCount {
+            let running = Set(table.allTransfers.map { $0.transfer.easy.key })
+            for key in transferMeter.keys where !running.contains(key) { transferMeter.forget(key) }
+        }
+        context.metrics?.bytesByClass = transferMeter.bytesByClass
+        return true
     }
 
     /// A transfer limited from its start, before its first request: HTTP/1.1 (an HTTP/2 stream

@@ -100,14 +100,16 @@ final class JobIntake: AgentPart {
         record.folder = folder
         record.started = previous?.started
         record.attempts = previous?.attempts ?? 0
-        let claim = (try? FileSystem.lstatus(spool.work + "/" + workName)).map { UInt64($0.st_ino) } ?? 0
         let spec: JobSpec
-        switch JobFileReader.read(spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
+        // The claim is the inode the file was read from: one open and one fstat(2), no lstat(2).
+        let claim: UInt64
+        switch JobFileReader.contents(of: spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
         case .failure(let error):
             return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
-        case .success(let bytes):
+        case .success(let contents):
+            claim = contents.inode
             do {
-                spec = try JobFileParser.parse(bytes)
+                spec = try JobFileParser.parse(contents.bytes)
             } catch {
                 return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
             }

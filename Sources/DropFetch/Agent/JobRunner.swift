@@ -94,6 +94,7 @@ final class JobRunner: AgentPart {
         request.credentials = download.spec.credentials(forURL: download.currentURL)
         request.proxy = download.spec.proxy
         request.durable = config.fsync
+        request.digest = config.digest
         request.maxRedirects = config.maxRedirects
         request.timeout = config.limits.timeout
         request.blockPrivateAddresses = config.blockPrivateAddresses

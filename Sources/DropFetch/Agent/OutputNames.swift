@@ -20,7 +20,7 @@ final class OutputNames: AgentPart {
     enum NameChoice {
         case reserved(PartFile)
         /// This job's file was published by an earlier run (proved by its resume record).
-        case published(file: String, bytes: Int64, sha256: String, record: (folder: DirectoryHandle, name: String, record: ResumeRecord?))
+        case published(file: String, bytes: Int64, sha256: String?, record: (folder: DirectoryHandle, name: String, record: ResumeRecord?))
         /// `on_conflict: overwrite`: the name belongs to another job until it is filed.
         case ownerBusy(String)
         case failed(Failure)
@@ -48,7 +48,9 @@ final class OutputNames: AgentPart {
         do {
             for candidate in OutputNames.variants(of: name) {
                 if let final = try folder.status(candidate) {
-                    if let sha256 = try provenPublished(candidate, final, in: folder, by: job) {
+                    if try isPublished(candidate, final, in: folder, by: job) {
+                        // Under `digest: none` the status file has no SHA-256 and none of the file is read.
+                        let sha256 = config.digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
                         let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
                         let record = (folder, recordName, PartFile.readRecord(recordName, in: folder))
                         return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
@@ -77,14 +79,19 @@ final class OutputNames: AgentPart {
         return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
     }
 
-    /// The SHA-256 of `name` when it is this job's own published file: its `.part` is gone and the
-    /// record left beside the name says this job wrote the file with that inode; else nil.
-    private func provenPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by job: Job) throws(SystemError) -> String? {
+    /// Whether `name` is this job's own published file: its `.part` is gone and the record left
+    /// beside the name says this job wrote the file with that inode.
+    private func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by job: Job) throws(SystemError) -> Bool {
         let partName = PartFile.partName(for: name)
         guard try folder.status(partName) == nil,
               let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder),
               record.isOwned(by: job.owner), record.part == UInt64(final.st_ino),
-              (final.st_mode & S_IFMT) == S_IFREG else { return nil }
+              (final.st_mode & S_IFMT) == S_IFREG else { return false }
+        return true
+    }
+
+    /// The lower-case hex SHA-256 of the `final.st_size` bytes of file `name`.
+    private static func sha256(of name: String, _ final: stat, in folder: DirectoryHandle) throws(SystemError) -> String {
         let file = try folder.open(name, flags: O_RDONLY)
         let digest = Digest(.sha256)
         try digest.update(from: file, length: Int64(final.st_size))

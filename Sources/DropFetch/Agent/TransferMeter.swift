@@ -32,6 +32,7 @@ struct TransferMeter {
     func isTracking(_ key: Int, _ transfer: Transfer) -> Bool { tracks[key]?.transfer === transfer }
 
     var keys: [Int] { Array(tracks.keys) }
+    var count: Int { tracks.count }
 
     /// Counts a transfer's last bytes (if it still exists) and stops metering it.
     mutating func forget(_ key: Int) {

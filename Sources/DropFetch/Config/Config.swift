@@ -39,6 +39,9 @@ public struct Config: Sendable, Equatable {
 
     public enum ConflictPolicy: String, Sendable, Equatable { case rename, overwrite, fail }
 
+    /// `digest`: whether each download's SHA-256 is computed for its status file.
+    public enum DigestChoice: String, Sendable, Equatable { case sha256, none }
+
     public struct ClassMatch: Sendable, Equatable {
         public var folder: String?
         public var url: String?
@@ -91,6 +94,8 @@ public struct Config: Sendable, Equatable {
     /// Period of full inbox rescans; zero means never.
     public var scanInterval: Duration = .seconds(30)
     public var fsync = true
+    /// `none` computes no SHA-256 (`sha256` is null in status files); a job's `checksum=` is checked either way.
+    public var digest: DigestChoice = .sha256
     public var classes: [JobClass] = []
     public var hooks = Hooks()
     public var metricsFile: String?

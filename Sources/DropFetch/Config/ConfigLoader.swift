@@ -14,8 +14,8 @@ public enum ConfigLoader {
 
     static let topLevelKeys = [
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
-        "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "classes", "hooks",
-        "metrics_file", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
+        "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "digest", "classes",
+        "hooks", "metrics_file", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
     ] + networkKeys
 
     /// Reads and validates the file at `path`.
@@ -71,6 +71,7 @@ public enum ConfigLoader {
             case "content_disposition": config.contentDisposition = try field.bool()
             case "scan_interval": config.scanInterval = try field.duration()
             case "fsync": config.fsync = try field.bool()
+            case "digest": config.digest = try field.choice([Config.DigestChoice.sha256, .none])
             case "classes": classes = field
             case "hooks": config.hooks = try hooks(field)
             case "metrics_file": config.metricsFile = try field.optionalFilePath()

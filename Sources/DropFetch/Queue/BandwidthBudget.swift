@@ -89,6 +89,7 @@ struct BandwidthBudget {
     // MARK: - Membership and limits
 
     var ids: [Int] { Array(flows.keys) }
+    var isEmpty: Bool { flows.isEmpty }
 
     func contains(_ id: Int) -> Bool { flows[id] != nil }
 

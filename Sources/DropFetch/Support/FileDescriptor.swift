@@ -62,22 +62,43 @@ final class FileDescriptor {
         return info
     }
 
-    /// Reads up to `limit` bytes from the current position (read(2) until EOF).
+    /// Reads up to `limit` bytes from the current position (read(2) until EOF), for files of a
+    /// few KiB at most; longer ones cost a few more reads and copies.
     func readAll(limit: Int) throws(SystemError) -> [UInt8] {
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while result.count < limit {
-            let want = min(chunk.count, limit - result.count)
-            let outcome: Result<Int, SystemError> = chunk.withUnsafeMutableBytes { buffer in
-                Result { () throws(SystemError) in
-                    try retryingEINTR("read", path) { Glibc.read(rawValue, buffer.baseAddress, want) }
+        try read(upTo: limit, expected: 4095)
+    }
+
+    /// Reads up to `limit` bytes from the current position (read(2) until EOF) into one buffer
+    /// sized for `expected` bytes and one more (fstat(2)'s `st_size`), so that a file no longer
+    /// than it said takes one allocation, nothing zero-filled; a longer one grows the buffer.
+    func read(upTo limit: Int, expected: Int) throws(SystemError) -> [UInt8] {
+        guard limit > 0 else { return [] }
+        // The byte past `expected` shows a file that grew: the buffer is then doubled.
+        var capacity = max(0, expected) < limit ? max(0, expected) + 1 : limit
+        var bytes: [UInt8] = []
+        while true {
+            var failure: SystemError?
+            var ended = false
+            let kept = bytes
+            bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                count = buffer.initialize(fromContentsOf: kept)
+                while count < capacity {
+                    let got = Glibc.read(rawValue, buffer.baseAddress! + count, capacity - count)
+                    if got > 0 {
+                        count += got
+                    } else if got == 0 {
+                        ended = true
+                        return
+                    } else if dfl_errno() != EINTR {
+                        failure = SystemError(code: dfl_errno(), operation: "read", path: path)
+                        return
+                    }
                 }
             }
-            let got = try outcome.get()
-            if got == 0 { break }
-            result.append(contentsOf: chunk[0..<got])
+            if let failure { throw failure }
+            if ended || bytes.count >= limit { return bytes }
+            capacity = capacity <= limit / 2 ? capacity * 2 : limit
         }
-        return result
     }
 
     /// Takes an exclusive flock(2) without blocking; false when another process holds it.

@@ -3,38 +3,54 @@ import Glibc
 /// The digests of one download's data from byte 0: computed in the write callback for small
 /// files, by a worker thread (FileDigester) for big ones and for a resumed prefix.
 enum DownloadDigest {
-    case inline(sha256: Digest, extra: Digest?)
+    case inline([(algorithm: Checksum.Algorithm, digest: Digest)])
     case background(FileDigester)
 
     /// Below this known size a worker thread costs more than it saves.
     static let backgroundThreshold: Int64 = 8 << 20
 
-    /// A digest of `part` whose first `available` bytes are already valid.
-    static func start(for part: PartFile, checksum: Checksum.Algorithm?, available: Int64,
-                      total: Int64?) throws(SystemError) -> DownloadDigest {
+    /// What a download's data is hashed with: SHA-256 for the status file unless `digest: none`,
+    /// and the algorithm of the job's `checksum=`; empty when nothing needs a digest.
+    static func algorithms(_ choice: Config.DigestChoice, checksum: Checksum.Algorithm?) -> [Checksum.Algorithm] {
+        var algorithms: [Checksum.Algorithm] = choice == .sha256 ? [.sha256] : []
+        if let checksum, !algorithms.contains(checksum) { algorithms.append(checksum) }
+        return algorithms
+    }
+
+    /// A digest with `algorithms` of `part` whose first `available` bytes are already valid; nil,
+    /// with no file opened and no thread started, when `algorithms` is empty.
+    static func start(for part: PartFile, algorithms: [Checksum.Algorithm], available: Int64,
+                      total: Int64?) throws(SystemError) -> DownloadDigest? {
+        guard !algorithms.isEmpty else { return nil }
         if available == 0, let total, total < backgroundThreshold {
-            return .inline(sha256: Digest(.sha256), extra: checksum.flatMap { $0 == .sha256 ? nil : Digest($0) })
+            return .inline(algorithms.map { ($0, Digest($0)) })
         }
         let reader = try part.folder.open(part.name, flags: O_RDONLY)
-        return .background(try FileDigester(file: reader, checksum: checksum, available: available))
+        return .background(try FileDigester(file: reader, algorithms: algorithms, available: available))
     }
 
     /// Takes the bytes just appended; the file now holds `size` valid bytes.
     func append(_ data: UnsafeRawBufferPointer, size: Int64) {
         switch self {
-        case .inline(let sha256, let extra):
-            sha256.update(data)
-            extra?.update(data)
+        case .inline(let digests):
+            for entry in digests { entry.digest.update(data) }
         case .background(let digester):
             digester.advance(to: size)
         }
     }
 
-    /// The lower-case hex SHA-256 and, when the job's checksum uses another algorithm, that one.
-    func finish(size: Int64) -> Result<(sha256: String, extra: String?), SystemError> {
+    /// The lower-case hex digest of each algorithm.
+    func finish(size: Int64) -> Result<[Checksum.Algorithm: String], SystemError> {
         switch self {
-        case .inline(let sha256, let extra): .success((sha256.finalize(), extra?.finalize()))
+        case .inline(let digests): .success(DownloadDigest.finalize(digests))
         case .background(let digester): digester.finish(size: size)
         }
+    }
+
+    /// Ends each digest and keys its hex value by algorithm.
+    static func finalize(_ digests: [(algorithm: Checksum.Algorithm, digest: Digest)]) -> [Checksum.Algorithm: String] {
+        var values: [Checksum.Algorithm: String] = [:]
+        for entry in digests { values[entry.algorithm] = entry.digest.finalize() }
+        return values
     }
 }

@@ -8,26 +8,26 @@ import Synchronization
 /// matches SHA-256's cost; this is the one thread of the core, and it only reads the file.
 ///
 /// The event loop calls `advance(to:)` after each write and `finish(size:)` once; the worker reads
-/// with pread(2) on its own descriptor. It sleeps on an eventfd(2) when it has caught up.
+/// with pread(2) on its own descriptor. It sleeps on an eventfd(2) when it has caught up. Under
+/// `digest: none` with no `checksum=` there is nothing to hash and no digester is made.
 final class FileDigester {
     /// Everything the worker touches; the event loop reads `result` only after joining.
     private final class Shared: @unchecked Sendable {
         let file: FileDescriptor
         let wakeup: FileDescriptor
-        let sha256 = Digest(.sha256)
-        let extra: Digest?
+        let digests: [(algorithm: Checksum.Algorithm, digest: Digest)]
         /// Bytes of the file that hold valid data and may be hashed.
         let watermark: Atomic<Int64>
         let finished = Atomic<Bool>(false)
         let cancelled = Atomic<Bool>(false)
         let sleeping = Atomic<Bool>(false)
         /// Written by the worker before it ends.
-        var result: Result<(sha256: String, extra: String?), SystemError>?
+        var result: Result<[Checksum.Algorithm: String], SystemError>?
 
-        init(file: FileDescriptor, wakeup: FileDescriptor, extra: Checksum.Algorithm?, start: Int64) {
+        init(file: FileDescriptor, wakeup: FileDescriptor, algorithms: [Checksum.Algorithm], start: Int64) {
             self.file = file
             self.wakeup = wakeup
-            self.extra = extra.flatMap { $0 == .sha256 ? nil : Digest($0) }
+            digests = algorithms.map { ($0, Digest($0)) }
             watermark = Atomic(start)
         }
     }
@@ -35,11 +35,12 @@ final class FileDigester {
     private let shared: Shared
     private var thread: pthread_t?
 
-    /// Starts hashing `file` (opened for reading) from its first byte; `available` bytes are already valid.
-    init(file: FileDescriptor, checksum: Checksum.Algorithm?, available: Int64) throws(SystemError) {
+    /// Starts hashing `file` (opened for reading) from its first byte with each of `algorithms`;
+    /// `available` bytes are already valid.
+    init(file: FileDescriptor, algorithms: [Checksum.Algorithm], available: Int64) throws(SystemError) {
         let path = file.path
         let fd = try retryingEINTR("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }
-        shared = Shared(file: file, wakeup: FileDescriptor(rawValue: fd, path: "eventfd"), extra: checksum,
+        shared = Shared(file: file, wakeup: FileDescriptor(rawValue: fd, path: "eventfd"), algorithms: algorithms,
                         start: available)
         var handle = pthread_t()
         let context = Unmanaged.passRetained(shared).toOpaque()
@@ -67,14 +68,14 @@ final class FileDigester {
         if shared.sleeping.load(ordering: .sequentiallyConsistent) { wake() }
     }
 
-    /// Waits for the worker to hash the first `size` bytes and returns the lower-case hex digests:
-    /// SHA-256, and the job's `checksum=` algorithm when that is another one.
-    func finish(size: Int64) -> Result<(sha256: String, extra: String?), SystemError> {
+    /// Waits for the worker to hash the first `size` bytes and returns the lower-case hex digest of
+    /// each algorithm.
+    func finish(size: Int64) -> Result<[Checksum.Algorithm: String], SystemError> {
         advance(to: size)
         return join() ?? .failure(SystemError(code: EIO, operation: "hash (worker ended early)", path: shared.file.path))
     }
 
-    private func join() -> Result<(sha256: String, extra: String?), SystemError>? {
+    private func join() -> Result<[Checksum.Algorithm: String], SystemError>? {
         guard let handle = thread else { return shared.result }
         thread = nil
         shared.finished.store(true, ordering: .sequentiallyConsistent)
@@ -102,8 +103,7 @@ final class FileDigester {
                     while count < 0 && dfl_errno() == EINTR
                     if count > 0 {
                         let data = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-                        shared.sha256.update(data)
-                        shared.extra?.update(data)
+                        for entry in shared.digests { entry.digest.update(data) }
                     }
                     return count
                 }
@@ -117,7 +117,7 @@ final class FileDigester {
             }
             if shared.finished.load(ordering: .sequentiallyConsistent) {
                 if hashed >= shared.watermark.load(ordering: .sequentiallyConsistent) {
-                    shared.result = .success((shared.sha256.finalize(), shared.extra?.finalize()))
+                    shared.result = .success(DownloadDigest.finalize(shared.digests))
                     return
                 }
                 continue

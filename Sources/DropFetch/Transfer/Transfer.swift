@@ -33,8 +33,12 @@ final class Transfer {
     var written: Int64 { part.size }
     /// The full size of the file, once the server has said it.
     private(set) var total: Int64?
-    /// How the data is hashed; nil until the response is accepted.
+    /// How the data is hashed; nil until the response is accepted, and when nothing needs a digest.
     private var digest: DownloadDigest?
+    /// SHA-256 unless the part's `digest` is `none`, and the job's `checksum=` algorithm.
+    private var digestAlgorithms: [Checksum.Algorithm] {
+        DownloadDigest.algorithms(request.digest, checksum: request.checksum?.algorithm)
+    }
     private var response = ResponseHeaders()
     /// The address refused by `block_private_addresses`, if one was.
     var blockedAddress: String?
@@ -248,8 +252,8 @@ final class Transfer {
                 state = .writing
             case .alreadyComplete:
                 appendedFrom = requestedOffset
-                digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm,
-                                                  available: requestedOffset, total: nil)
+                digest = try DownloadDigest.start(for: part, algorithms: digestAlgorithms, available: requestedOffset,
+                                                  total: nil)
                 state = .alreadyComplete
                 return false
             case .restart(let reason):
@@ -271,8 +275,7 @@ final class Transfer {
         try part.truncate(to: offset)
         appendedFrom = offset
         total = size
-        digest = try DownloadDigest.start(for: part, checksum: request.checksum?.algorithm, available: part.size,
-                                          total: size)
+        digest = try DownloadDigest.start(for: part, algorithms: digestAlgorithms, available: part.size, total: size)
         part.describe(url: Redaction.url(request.url), mirror: request.mirror, etag: response["etag"],
                       lastModified: response["last-modified"], total: size, modified: remoteModified)
         // Small files are cheaper to fetch again than to describe: their record waits for the
@@ -361,25 +364,24 @@ final class Transfer {
     }
 
     private func complete(httpStatus: Int?) -> TransferOutcome {
-        let digests: (sha256: String, extra: String?)
-        switch digest?.finish(size: written)
-            ?? .failure(SystemError(code: EIO, operation: "hash (no response accepted)", path: part.path)) {
+        let digests: [Checksum.Algorithm: String]
+        let missing = SystemError(code: EIO, operation: "hash (no response accepted)", path: part.path)
+        switch digest?.finish(size: written) ?? (digestAlgorithms.isEmpty ? .success([:]) : .failure(missing)) {
         case .success(let values): digests = values
         case .failure(let error):
             return .failed(TransferFailure(failure: Failure(.internal, error.description), httpStatus: httpStatus,
                                            retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
         }
-        let digest = digests.sha256
         if let checksum = request.checksum {
-            let actual = checksum.algorithm == .sha256 ? digest : (digests.extra ?? "")
+            let actual = digests[checksum.algorithm] ?? ""
             if actual != checksum.hex {
                 return .failed(TransferFailure(
                     failure: Failure(.checksumMismatch, "\(checksum.algorithm.rawValue) is \(actual), expected \(checksum.hex)"),
                     httpStatus: httpStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
             }
         }
-        return .completed(TransferResult(bytes: written, sha256: digest, httpStatus: httpStatus,
-                                         resumedFrom: appendedFrom,
+        return .completed(TransferResult(bytes: written, sha256: request.digest == .sha256 ? digests[.sha256] : nil,
+                                         httpStatus: httpStatus, resumedFrom: appendedFrom,
                                          contentDisposition: response["content-disposition"]))
     }
 

@@ -18,6 +18,9 @@ struct TransferRequest: Sendable {
     var protocols: [String]
     var maxRedirects = 10
     var durable = true
+    /// The config's `digest`: whether the SHA-256 for the status file is computed (a job's
+    /// `checksum=` is computed either way).
+    var digest = Config.DigestChoice.sha256
     var fileMode: UInt32 = 0o644
     /// CURLOPT_TIMEOUT_MS for the whole attempt; zero means none.
     var timeout: Duration = .zero
@@ -46,7 +49,8 @@ enum TransferOutcome: Sendable, Equatable {
 
 struct TransferResult: Sendable, Equatable {
     var bytes: Int64
-    var sha256: String
+    /// Lower-case hex; nil under `digest: none`.
+    var sha256: String?
     /// The final HTTP status; nil for FTP and SFTP.
     var httpStatus: Int?
     var resumedFrom: Int64

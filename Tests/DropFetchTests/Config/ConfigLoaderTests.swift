@@ -103,6 +103,7 @@ struct ConfigErrorCase: Sendable, CustomTestStringConvertible {
             content_disposition: true
             scan_interval: 0
             fsync: false
+            digest: none
             classes:
               - name: urgent
                 match: { folder: urgent }
@@ -151,6 +152,7 @@ struct ConfigErrorCase: Sendable, CustomTestStringConvertible {
         expected.contentDisposition = true
         expected.scanInterval = .zero
         expected.fsync = false
+        expected.digest = .none
         var urgent = Config.JobClass(name: "urgent")
         urgent.match = Config.ClassMatch(folder: "urgent")
         urgent.priority = 100
@@ -191,6 +193,12 @@ struct ConfigErrorCase: Sendable, CustomTestStringConvertible {
         #expect(config.classes.first?.retry?.maxDelay == .seconds(1))
         #expect(config.hooks.onIdle == ["/bin/true"])
         #expect(config.limits.lowSpeed.bytesPerSecond == 0 && config.limits.lowSpeed.duration == .seconds(1))
+    }
+
+    @Test(arguments: [("", Config.DigestChoice.sha256), ("digest: sha256\n", .sha256), ("digest: none\n", .none),
+                      ("digest: \"none\"\n", .none)])
+    func digestChoice(yaml: String, expected: Config.DigestChoice) throws {
+        #expect(try ConfigLoader.parse(yaml, file: "t").digest == expected)
     }
 
     @Test func classRetryInheritsTopLevelRetryWrittenLater() throws {
@@ -240,6 +248,13 @@ struct ConfigErrorCase: Sendable, CustomTestStringConvertible {
               message: "expected one of trace, debug, info, notice, warning, error, critical; got 'verbose'"),
         .init(yaml: "on_conflict: [rename]\n", line: 1, column: 14, keyPath: "on_conflict",
               message: "expected one of rename, overwrite, fail; got a list"),
+        .init(yaml: "fsync: true\ndigest: md5\n", line: 2, column: 9, keyPath: "digest",
+              message: "expected one of sha256, none; got 'md5'"),
+        .init(yaml: "digest: SHA256\n", line: 1, column: 9, keyPath: "digest",
+              message: "expected one of sha256, none; got 'SHA256'"),
+        .init(yaml: "digest:\n", line: 1, column: 8, keyPath: "digest", message: "expected one of sha256, none; got nothing"),
+        .init(yaml: "digest: [none]\n", line: 1, column: 9, keyPath: "digest",
+              message: "expected one of sha256, none; got a list"),
         .init(yaml: "spool:\n  path: /x\n", line: 2, column: 3, keyPath: "spool", message: "expected a path, got a mapping"),
         .init(yaml: "spool:\nfsync: true\n", line: 1, column: 7, keyPath: "spool", message: "expected a path, got nothing"),
         .init(yaml: "concurrency: 4\n", line: 1, column: 14, keyPath: "concurrency",

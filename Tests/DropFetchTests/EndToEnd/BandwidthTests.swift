@@ -107,6 +107,40 @@ struct BandwidthTests {
         #expect(text.contains(#"dropfetch_received_bytes_total{agent="test-agent",class="default"} 2000000"#), "\(text)")
     }
 
+    @Test("with no limit in the config, a max-download-limit job beside unlimited ones is slowed alone; all bytes are counted")
+    func ownLimitBesideUnlimited() throws {
+        let server = try TestHTTPServer()
+        let limitedBody = TestHTTPServer.randomBytes(409_600, seed: 118)
+        let fastBody = TestHTTPServer.randomBytes(2_000_000, seed: 119)
+        server.serve("/limited.bin", body: limitedBody)
+        server.serve("/fast.bin", body: fastBody)
+        let fixture = try SpoolFixture()
+        let metrics = fixture.root.path + "/dropfetch.prom"
+        try fixture.writeConfig("""
+            metrics_file: \(metrics)
+            concurrency: { total: 4, per_host: 4 }
+
+            """)
+        // The unlimited jobs start first (higher priority), then the limited one beside them.
+        try fixture.drop("f1.url", "priority=10\n" + server.url("/fast.bin?1") + "\n  out=f1.bin\n")
+        try fixture.drop("f2.url", "priority=10\n" + server.url("/fast.bin?2") + "\n  out=f2.bin\n")
+        try fixture.drop("l.url", server.url("/limited.bin") + "\n  max-download-limit=200K\n")
+
+        #expect(try fixture.runOnce() == 0, "\(fixture.log)")
+
+        let limited = try fixture.status("done", "l.url").downloads[0]
+        #expect((1.6...3.5).contains(limited.seconds), "the limited job took \(limited.seconds) s")
+        for job in ["f1.url", "f2.url"] {
+            let fast = try fixture.status("done", job).downloads[0]
+            #expect(fast.seconds < 1.5, "the unlimited job \(job) took \(fast.seconds) s")
+        }
+        #expect(fixture.downloaded("limited.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(limitedBody))
+        #expect(fixture.downloaded("f1.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(fastBody))
+        #expect(fixture.downloaded("f2.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(fastBody))
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(text.contains(#"dropfetch_received_bytes_total{agent="test-agent",class="default"} 4409600"#), "\(text)")
+    }
+
     @Test("lifting a limit by editing the config speeds up a running transfer within 2 s")
     func reloadLiftsLimit() throws {
         let server = try TestHTTPServer()

@@ -14,7 +14,8 @@ struct FileDigesterTests {
         let handle = try #require(FileHandle(forWritingAtPath: path))
         handle.seekToEndOfFile()
 
-        let digester = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), checksum: .md5, available: Int64(prefix))
+        let digester = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), algorithms: [.sha256, .md5],
+                                         available: Int64(prefix))
         var offset = prefix
         while offset < data.count {
             let end = min(data.count, offset + 65_537)
@@ -24,10 +25,10 @@ struct FileDigesterTests {
         }
         try handle.close()
         let result = try digester.finish(size: Int64(data.count)).get()
-        #expect(result.sha256 == TestHTTPServer.sha256Hex(data))
+        #expect(result[.sha256] == TestHTTPServer.sha256Hex(data))
         let md5 = Digest(.md5)
         data.withUnsafeBytes { md5.update($0) }
-        #expect(result.extra == md5.finalize())
+        #expect(result[.md5] == md5.finalize())
     }
 
     @Test("a digester given up mid-way stops without hashing the rest")
@@ -35,11 +36,11 @@ struct FileDigesterTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("digest-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         _ = FileManager.default.createFile(atPath: path, contents: Data(TestHTTPServer.randomBytes(100_000, seed: 71)))
-        var digester: FileDigester? = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), checksum: nil, available: 50_000)
+        var digester: FileDigester? = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), algorithms: [.sha256], available: 50_000)
         #expect(digester != nil)
         digester = nil
         // A file shorter than promised is an error, not a hang.
-        let short = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), checksum: nil, available: 0)
+        let short = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), algorithms: [.sha256], available: 0)
         #expect(throws: SystemError.self) { try short.finish(size: 200_000).get() }
     }
 }
