@@ -138,15 +138,15 @@ public final class Agent {
 
     private func loop() -> ExitStatus {
         let ownDescriptors = [watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
-                              configWatcher?.fileDescriptor, context.commit.descriptor].compactMap { $0 }
+                              configWatcher?.fileDescriptor, context.groupCommit.descriptor].compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         context.metrics?.loopStall.begin()
         while true {
             if case .running = state { runner.startRunnable() }
-            if case .stopping = state, table.runningCount == 0, context.commit.isIdle { break }
+            if case .stopping = state, table.runningCount == 0, context.groupCommit.isIdle { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked to make durable goes to the sync worker as one batch.
-            context.commit.flush()
+            context.groupCommit.flush()
             do {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
@@ -161,7 +161,7 @@ public final class Agent {
             for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
-            if isReady(context.commit.descriptor) { context.commit.collect() }
+            if isReady(context.groupCommit.descriptor) { context.groupCommit.collect() }
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
@@ -189,7 +189,7 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard table.runningCount == 0, runner.scheduler.readyCount == 0, context.commit.isIdle else { return false }
+        guard table.runningCount == 0, runner.scheduler.readyCount == 0, context.groupCommit.isIdle else { return false }
         let now = MonotonicClock.now()
         let horizon = Agent.adding(now, config.onceWait)
         if let due = runner.scheduler.nextDue, due <= horizon { return false }
@@ -313,12 +313,15 @@ public final class Agent {
             var fresh = try ConfigLoader.load(path: path)
             for (name, changed) in [("spool", fresh.spool != config.spool),
                                     ("destination", fresh.destination != config.destination),
-                                    ("agent_id", fresh.agentID != config.agentID)] where changed {
+                                    ("agent_id", fresh.agentID != config.agentID),
+                                    ("fsync", fresh.fsync != config.fsync)] where changed {
                 logger.warning("config reload: \(name) changes only on restart")
             }
             fresh.spool = config.spool
             fresh.agentID = config.agentID
             fresh.destination = config.destination
+            // The spool and the group commit were made for the fsync setting of the start.
+            fresh.fsync = config.fsync
             guard fresh != config else { return }
             context.config = fresh
             names.closeRoots()

@@ -17,7 +17,7 @@ final class AgentContext {
     /// Every job this agent owns and every transfer it runs.
     let table = JobTable()
     /// Where fsyncs wait to be done together, off the loop thread.
-    let commit: GroupCommit
+    let groupCommit: GroupCommit
     /// False once a stop was asked for: nothing new is indexed or started.
     var acceptsWork = true
 
@@ -32,8 +32,8 @@ final class AgentContext {
         self.multi = multi
         self.crashPlan = crashPlan
         hooks = HookRunner(logger: logger)
-        commit = GroupCommit(durable: config.fsync) { error in
-            logger.warning("fsyncs run on the event loop: the sync worker did not start: \(error)")
+        groupCommit = GroupCommit(durable: config.fsync) { error in
+            logger.warning("fsyncs run on the event loop: the sync worker cannot be used: \(error)")
         }
         metrics = config.metricsFile.map {
             MetricsFile(path: Agent.absolute($0), agent: agentID, spoolRoot: spool.root, holdFolder: spool.hold, logger: logger)

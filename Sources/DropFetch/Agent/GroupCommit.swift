@@ -89,7 +89,10 @@ final class GroupCommit {
     private(set) var batches = 0
     private(set) var syncs = 0
 
-    init(durable: Bool, onWorkerFailure: (SystemError) -> Void) {
+    private let onWorkerFailure: (SystemError) -> Void
+
+    init(durable: Bool, onWorkerFailure: @escaping (SystemError) -> Void) {
+        self.onWorkerFailure = onWorkerFailure
         guard durable else {
             state = .off
             return
@@ -139,10 +142,20 @@ final class GroupCommit {
         guard case .idle(let worker) = state, !gathering.waiters.isEmpty else { return }
         let round = gathering
         gathering = Round()
-        state = .syncing(worker, round)
         batches += 1
         syncs += round.targets.count
-        worker.submit(SyncWorker.Batch(targets: round.targets.map(\.syncTarget)))
+        do {
+            try worker.submit(SyncWorker.Batch(targets: round.targets.map(\.syncTarget)))
+            state = .syncing(worker, round)
+        } catch {
+            // The worker is out of reach: this batch and all later ones are synced here.
+            onWorkerFailure(error)
+            state = .inline
+            for waiter in round.waiters {
+                let failure = waiter.targets.lazy.compactMap { GroupCommit.syncNow(round.targets[$0].syncTarget) }.first
+                waiter.then(failure)
+            }
+        }
     }
 
     /// Runs the completions of the batch the worker sent back, then sends the next one.

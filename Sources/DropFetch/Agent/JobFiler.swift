@@ -56,11 +56,13 @@ final class JobFiler: AgentPart {
         let staged: Spool.StagedStatus
         do {
             staged = try spool.stageStatus(record, as: outcome, for: source, stagingIn: spool.work)
+        } catch where error.code == ENOENT && !FileSystem.exists(source) {
+            return leftBeforeFiling(job, record)
         } catch {
             return filingFailed(job, record, error)
         }
         table.committing(job)
-        context.commit.sync([.file(staged.file)]) { [self] error in
+        context.groupCommit.sync([.file(staged.file)]) { [self] error in
             if let error {
                 spool.discard(staged)
                 return filingFailed(job, record, error)
@@ -76,30 +78,38 @@ final class JobFiler: AgentPart {
         let jobPath: String
         let folders: [DirectoryHandle]
         do {
+            folders = try spool.filedFolders(staged.outcome, from: source)
             jobPath = try spool.fileStaged(staged, from: source) {
                 for case let (folder, name, _)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
             }
-            folders = try spool.filedFolders(staged.outcome, from: source)
-        } catch where error.code == ENOENT && !FileSystem.exists(source) {
+        } catch where error.code == ENOENT && !holdsJobFile(source, staged.sourceInode) {
             spool.discard(staged)
-            // Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records
-            // that prove its published files are its own are put back for when it returns.
-            for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
-                PartFile.restoreRecord(saved, named: name, in: folder)
-            }
-            logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])
-            table.remove(job)
-            return
+            return leftBeforeFiling(job, record)
         } catch {
             spool.discard(staged)
             return filingFailed(job, record, error)
         }
         try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: job.workName))
-        context.commit.sync(folders.map { .folder($0) }) { [self] error in
+        context.groupCommit.sync(folders.map { .folder($0) }) { [self] error in
             // The moves are done; a folder that cannot be synced is reported, not undone.
             if let error { logger.error("the filing of \(job.workName) may not survive a power cut: \(error)") }
             filed(job, record, at: jobPath)
         }
+    }
+
+    /// Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records that
+    /// prove its published files are its own are put back for when it returns.
+    private func leftBeforeFiling(_ job: Job, _ record: StatusRecord) {
+        for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
+            PartFile.restoreRecord(saved, named: name, in: folder)
+        }
+        logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])
+        table.remove(job)
+    }
+
+    /// Whether `path` is still the job file (same inode) whose status was staged.
+    private func holdsJobFile(_ path: String, _ inode: UInt64) -> Bool {
+        (try? FileSystem.lstatus(path)).map { UInt64($0.st_ino) == inode } ?? false
     }
 
     /// A job in its place: logged, counted, announced, forgotten.
@@ -145,7 +155,7 @@ final class JobFiler: AgentPart {
             if transfer.written > part.record.bytes {
                 let size = part.size
                 let cuts = part.cuts
-                context.commit.sync([.data(part.file)]) { [table] error in
+                context.groupCommit.sync([.data(part.file)]) { [table] error in
                     guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part else { return }
                     try? part.recordDurable(size, cuts: cuts)
                 }

@@ -5,6 +5,7 @@ import Glibc
 final class JobRecovery: AgentPart {
     let context: AgentContext
     unowned var intake: JobIntake!
+    private var sweptLeftovers = false
 
     init(context: AgentContext) {
         self.context = context
@@ -13,7 +14,11 @@ final class JobRecovery: AgentPart {
     /// Adopts this agent's work folder and any dead agent's (docs/spool.md), resuming each job from
     /// what is on disk; runs at start and on every rescan.
     func recover() {
-        spool.removeLeftovers(in: spool.work)
+        // Only at start: later, a temp here may be a status this run is filing (GroupCommit).
+        if !sweptLeftovers {
+            spool.removeLeftovers(in: spool.work)
+            sweptLeftovers = true
+        }
         var completed: [String] = []
         let adopted = spool.adoptOrphans(completed: &completed)
         for job in completed { logger.info("completed the filing of \(job) begun by a dead agent") }

@@ -77,7 +77,9 @@ final class JobRunner: AgentPart {
         // class, and so the destination, comes from it) and the count at each new attempt (a
         // `hold` takes the file as it is). A first attempt from the inbox's top needs neither:
         // its state is first written by the progress refresh, which a small job never reaches.
-        let recordsState = (job.record.started == nil && !(job.record.folder ?? "").isEmpty)
+        // A job claimed under another name (`x.1.url`) writes it at once too: recovery takes
+        // the job's own name, which its `.part` records name as owner, from there.
+        let recordsState = (job.record.started == nil && (!(job.record.folder ?? "").isEmpty || job.workName != job.record.job))
             || (download.beginsAttempt && download.attempt > 0)
         if download.beginsAttempt {
             download.attempt += 1

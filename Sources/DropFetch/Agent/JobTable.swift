@@ -42,7 +42,8 @@ final class JobTable {
     /// Forgets a job that was filed or left the work folder; its transfers must be ended first.
     func remove(_ job: Job) {
         jobs[job.id] = nil
-        idsByWorkName[job.workName] = nil
+        // A job filed moments ago may share its work name with one claimed since.
+        if idsByWorkName[job.workName] == job.id { idsByWorkName[job.workName] = nil }
     }
 
     // MARK: - Transfers

@@ -156,12 +156,15 @@ final class Spool {
         let temp: String
         let status: StatusRecord
         let outcome: Outcome
+        /// The job file's inode when the status was staged: only that file is filed with it.
+        let sourceInode: UInt64
     }
 
     /// First step of filing: the status file for the job file at `source`, written (O_EXCL) under a
     /// temp name in `staging` (default: done/ or failed/); `fileStaged` puts it in place once durable.
     func stageStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
                      stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
+        let sourceInode = UInt64(try FileSystem.lstatus(source).st_ino)
         let folder = staging ?? (outcome == .done ? done : failed)
         let temp = AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
         let file = try AtomicFile.createExclusive(temp, mode: 0o644)
@@ -171,18 +174,22 @@ final class Spool {
             try? FileSystem.removeIfPresent(temp)
             throw error
         }
-        return StagedStatus(file: file, temp: temp, status: status, outcome: outcome)
+        return StagedStatus(file: file, temp: temp, status: status, outcome: outcome, sourceInode: sourceInode)
     }
 
     /// Second step: the staged status renamed beside the job's record name in done/ or failed/
     /// (`x.url`, else `x.1.url`, …, never replacing), then the job file at `source` beside it.
-    /// Returns the job file's new path; the folders are not synced (`syncFiled`).
+    /// Returns the job file's new path; the folders are not synced (`filedFolders`). A job file
+    /// that is gone, or another file now under its name, is ENOENT: nothing is moved.
     ///
     /// `statusWritten` runs once the status file is in place, before the job file moves: what it
     /// cleans up is then no longer needed by recovery, which completes the filing from the status.
     func fileStaged(_ staged: StagedStatus, from source: String, statusWritten: () -> Void = {}) throws(SystemError) -> String {
         let folder = staged.outcome == .done ? done : failed
         let job = staged.status.job
+        guard (try? FileSystem.lstatus(source)).map({ UInt64($0.st_ino) == staged.sourceInode }) == true else {
+            throw SystemError(code: ENOENT, operation: "file (the job file left or was replaced)", path: source)
+        }
         var number = firstFreeRecordNumber(for: job, in: folder)
         while number < 100_000 {
             let candidate = Spool.candidateName(job, number: number)
@@ -221,9 +228,13 @@ final class Spool {
         [try folderHandle(outcome == .done ? done : failed), try folderHandle(FileSystem.directoryName(of: source))]
     }
 
-    /// An open handle on one of the spool's folders, opened once.
+    /// An open handle on one of the spool's folders, opened again when the path names another
+    /// folder now (done/ rotated by an admin), so that a sync never goes to the wrong one.
     func folderHandle(_ path: String) throws(SystemError) -> DirectoryHandle {
-        if let open = folderHandles[path] { return open }
+        if let open = folderHandles[path], let now = try? FileSystem.lstatus(path),
+           UInt64(now.st_ino) == open.inode, UInt64(now.st_dev) == open.device {
+            return open
+        }
         let handle = try DirectoryHandle.openRoot(path, create: false)
         folderHandles[path] = handle
         return handle

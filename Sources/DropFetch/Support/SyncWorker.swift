@@ -44,17 +44,17 @@ final class SyncWorker {
             throw error
         }
         _ = fcntl(responses.read, F_SETFL, fcntl(responses.read, F_GETFL) | O_NONBLOCK)
-        let ends = Box(requests: requests.read, responses: responses.write)
+        let ends = WorkerEnds(requests: requests.read, responses: responses.write)
         let context = Unmanaged.passRetained(ends).toOpaque()
         var handle = pthread_t()
         let status = pthread_create(&handle, nil, { raw in
-            let ends = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            let ends = Unmanaged<WorkerEnds>.fromOpaque(raw!).takeRetainedValue()
             SyncWorker.work(requests: ends.requests, responses: ends.responses)
             return nil
         }, context)
         guard status == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
-            for fd in [requests.read, requests.write, responses.read, responses.write] { Glibc.close(fd) }
+            // deinit closes the pipes; with no thread it joins nothing.
+            Unmanaged<WorkerEnds>.fromOpaque(context).release()
             throw SystemError(code: status, operation: "pthread_create (sync worker)")
         }
         thread = handle
@@ -63,19 +63,30 @@ final class SyncWorker {
     /// Closing the request pipe ends the worker after the batch it is on; the loop waits for it.
     deinit {
         Glibc.close(requests.write)
-        if let thread { pthread_join(thread, nil) }
-        while readBatch() != nil {}
+        if let thread {
+            pthread_join(thread, nil)
+            while readBatch() != nil {}
+        }
         for fd in [requests.read, responses.read, responses.write] { Glibc.close(fd) }
     }
 
-    /// Hands a batch to the worker; `completed()` returns it once every target was synced.
-    func submit(_ batch: Batch) {
-        var pointer = UInt(bitPattern: Unmanaged.passRetained(batch).toOpaque())
+    /// Hands a batch to the worker with write(2) of its pointer; `completed()` returns it once
+    /// every target was synced. Throws when the worker cannot be reached (the batch is not sent).
+    func submit(_ batch: Batch) throws(SystemError) {
+        let retained = Unmanaged.passRetained(batch)
+        var pointer = UInt(bitPattern: retained.toOpaque())
         // 8 bytes: below PIPE_BUF, so written whole; the worker drains the pipe, so this never waits long.
-        _ = try? retryingEINTR("write (sync worker)") { Glibc.write(requests.write, &pointer, MemoryLayout<UInt>.size) }
+        do throws(SystemError) {
+            let written = try retryingEINTR("write (sync worker)") { Glibc.write(requests.write, &pointer, MemoryLayout<UInt>.size) }
+            if written != MemoryLayout<UInt>.size { throw SystemError(code: EIO, operation: "write (sync worker)") }
+        } catch {
+            retained.release()
+            throw error
+        }
     }
 
-    /// The batches the worker has finished since the last call, in the order they were submitted.
+    /// The batches the worker has finished since the last call (read(2) of their pointers), in the
+    /// order they were submitted.
     func completed() -> [Batch] {
         var done: [Batch] = []
         while let batch = readBatch() { done.append(batch) }
@@ -118,7 +129,7 @@ final class SyncWorker {
     }
 
     /// The worker's ends of the pipes, passed to the new thread.
-    private final class Box: @unchecked Sendable {
+    private final class WorkerEnds: @unchecked Sendable {
         let requests: Int32
         let responses: Int32
 

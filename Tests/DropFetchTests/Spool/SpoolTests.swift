@@ -96,4 +96,23 @@ struct SpoolTests {
         #expect(Timestamp.format(seconds: 1_795_298_400) == "2026-11-21T22:00:00Z")
         #expect(Timestamp.parse("2026-11-21T22:00:00Z") == 1_795_298_400)
     }
+
+    @Test("a staged status is filed only with the job file it was staged for: one claimed since under the name stays")
+    func stagedStatusKeepsToItsJobFile() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let work = root + "/work/a1"
+        try "http://h/a\n".write(toFile: work + "/x.url", atomically: false, encoding: .utf8)
+        let record = StatusRecord(job: "x.url", state: .done, className: "default", priority: 0, agent: "a1",
+                                  submitted: Timestamp.now())
+        let staged = try spool.stageStatus(record, as: .done, for: work + "/x.url", stagingIn: work)
+        // Held away while its status was being synced, and another x.url claimed under the same name.
+        try FileManager.default.moveItem(atPath: work + "/x.url", toPath: root + "/hold/x.url")
+        try "http://h/b\n".write(toFile: work + "/x.url", atomically: false, encoding: .utf8)
+        #expect(throws: SystemError.self) { try spool.fileStaged(staged, from: work + "/x.url") }
+        spool.discard(staged)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/done").isEmpty)
+        #expect(try String(contentsOfFile: work + "/x.url", encoding: .utf8) == "http://h/b\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work).filter { $0.hasSuffix(".tmp") }.isEmpty)
+    }
 }

@@ -1,0 +1,91 @@
+import Foundation
+import Glibc
+import Testing
+@testable import DropFetch
+
+/// docs/architecture.md "Group commit": what is asked for in one loop turn is synced together on
+/// the worker, each file once, and each step runs only after its own syncs, with their error.
+@Suite("Group commit")
+struct GroupCommitTests {
+    /// A scratch folder with `count` files written in it, opened for writing.
+    static func files(_ count: Int) throws -> (folder: DirectoryHandle, files: [FileDescriptor], path: String) {
+        let path = FileManager.default.temporaryDirectory.path + "/dropfetch-commit-\(UUID().uuidString)"
+        let folder = try DirectoryHandle.openRoot(path, create: true)
+        let files = try (0..<count).map { index in
+            let file = try folder.open("f\(index)", flags: O_WRONLY | O_CREAT | O_EXCL)
+            try file.write(Array("data \(index)\n".utf8))
+            return file
+        }
+        return (folder, files, path)
+    }
+
+    /// Waits (with a deadline) for the worker's batch to come back, as the loop's poll would, then collects it.
+    static func collect(_ commit: GroupCommit) throws {
+        let descriptor = try #require(commit.descriptor)
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&entry, 1, 10_000) == 1, "the batch did not come back within 10 s")
+        commit.collect()
+    }
+
+    @Test("with fsync off a step goes on at once, without a worker")
+    func offCompletesAtOnce() throws {
+        let (folder, files, path) = try Self.files(1)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: false) { _ in Issue.record("no worker should start") }
+        var ran = false
+        commit.sync([.file(files[0]), .folder(folder)]) { error in
+            #expect(error == nil)
+            ran = true
+        }
+        #expect(ran)
+        #expect(commit.descriptor == nil && commit.isIdle)
+    }
+
+    @Test("requests of one turn form one batch; a folder shared by two steps is synced once; steps wait for the batch")
+    func oneBatchPerTurn() throws {
+        let (folder, files, path) = try Self.files(3)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        var finished: [Int] = []
+        for (index, file) in files.enumerated() {
+            commit.sync([.data(file), .folder(folder)]) { error in
+                #expect(error == nil)
+                finished.append(index)
+            }
+        }
+        #expect(finished.isEmpty && !commit.isIdle)
+        commit.flush()
+        #expect(commit.batches == 1 && commit.syncs == 4, "3 files and their one folder: \(commit.syncs) syncs")
+        // Asked for while a batch is in flight: waits for the next one.
+        var later = false
+        commit.sync([.file(files[0])]) { _ in later = true }
+        commit.flush()
+        #expect(commit.batches == 1)
+        try Self.collect(commit)
+        #expect(finished == [0, 1, 2])
+        #expect(commit.batches == 2, "collecting sends what was asked meanwhile")
+        #expect(!later)
+        try Self.collect(commit)
+        #expect(later && commit.isIdle)
+    }
+
+    @Test("a sync that fails reaches the steps that asked for it, and only those")
+    func failureReachesItsSteps() throws {
+        let (folder, files, path) = try Self.files(1)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // fsync(2) of a pipe fails with EINVAL.
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        let pipeEnd = FileDescriptor(rawValue: ends[1], path: "pipe")
+        defer { close(ends[0]) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        var failed: SystemError?
+        var good: SystemError?? = .none
+        commit.sync([.folder(folder), .file(pipeEnd)]) { failed = $0 }
+        commit.sync([.file(files[0]), .folder(folder)]) { good = .some($0) }
+        commit.flush()
+        try Self.collect(commit)
+        #expect(failed?.code == EINVAL && failed?.path == "pipe", "\(String(describing: failed))")
+        #expect(good == .some(nil))
+    }
+}
