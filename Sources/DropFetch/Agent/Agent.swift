@@ -162,6 +162,7 @@ public final class Agent {
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
             if isReady(context.groupCommit.descriptor) { context.groupCommit.collect() }
+            context.groupCommit.runReadySteps()
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
@@ -246,6 +247,7 @@ public final class Agent {
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
+        if context.groupCommit.hasReadySteps || runner.startsCutShort { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
     }
 

@@ -85,6 +85,10 @@ final class GroupCommit {
 
     private var state: State
     private var gathering = Round()
+    /// Steps whose syncs are done, in order, with their error; run a few at a time (`runReady`)
+    /// so that a large batch does not make one long loop turn.
+    private var ready: [(then: Completion, error: SystemError?)] = []
+    private var readyHead = 0
     /// Batches sent and the fsyncs they held, for the metrics and the benchmarks' reading.
     private(set) var batches = 0
     private(set) var syncs = 0
@@ -113,11 +117,14 @@ final class GroupCommit {
         }
     }
 
-    /// Whether nothing is waiting to be made durable.
+    /// Whether nothing is waiting to be made durable or to take its next step.
     var isIdle: Bool {
         if case .syncing = state { return false }
-        return gathering.waiters.isEmpty
+        return gathering.waiters.isEmpty && !hasReadySteps
     }
+
+    /// Steps whose syncs are done wait to run: the loop should not sleep.
+    var hasReadySteps: Bool { readyHead < ready.count }
 
     /// Runs `then` once every target is durable, with the first error if one could not be synced.
     func sync(_ targets: [Target], then: @escaping Completion) {
@@ -158,18 +165,32 @@ final class GroupCommit {
         }
     }
 
-    /// Runs the completions of the batch the worker sent back, then sends the next one.
+    /// Takes the batch the worker sent back: its steps become ready, and what was gathered
+    /// meanwhile goes to the worker at once.
     func collect() {
         guard case .syncing(let worker, let round) = state else { return }
         guard let batch = worker.completed().first else { return }
         state = .idle(worker)
-        withExtendedLifetime(round.targets.map(\.owner)) {
-            for waiter in round.waiters {
-                let failure = waiter.targets.lazy.compactMap { batch.errors[$0] }.first
-                waiter.then(failure)
-            }
+        for waiter in round.waiters {
+            ready.append((waiter.then, waiter.targets.lazy.compactMap { batch.errors[$0] }.first))
         }
         flush()
+    }
+
+    /// Runs ready steps, in order, until `budget` nanoseconds have passed (at least one runs);
+    /// the rest wait for the next loop turn. A step that asks for syncs adds to the next batch.
+    func runReadySteps(budget: Int64 = 5_000_000) {
+        let deadline = MonotonicClock.nanoseconds() + budget
+        while readyHead < ready.count {
+            let step = ready[readyHead]
+            readyHead += 1
+            step.then(step.error)
+            if MonotonicClock.nanoseconds() >= deadline { break }
+        }
+        if readyHead == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+        }
     }
 
     private static func syncNow(_ target: SyncWorker.Target) -> SystemError? {

@@ -23,8 +23,11 @@ final class JobRunner: AgentPart {
 
     /// Starts queued downloads while the limits allow (docs/architecture.md: a freed slot is
     /// refilled in the same loop turn); an unclaimed inbox job chosen here is claimed first.
-    func startRunnable() {
+    /// Starting costs file creations; after `budget` nanoseconds the rest start next turn.
+    func startRunnable(budget: Int64 = 5_000_000) {
         let now = MonotonicClock.now()
+        let deadline = MonotonicClock.nanoseconds() + budget
+        startsCutShort = false
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if entry.unit.download == Scheduler.Unit.wholeJob {
@@ -32,8 +35,15 @@ final class JobRunner: AgentPart {
             } else {
                 start(entry)
             }
+            if MonotonicClock.nanoseconds() >= deadline {
+                startsCutShort = admission.hasRoom
+                return
+            }
         }
     }
+
+    /// The last `startRunnable` ran out of time with room left: the loop should not sleep.
+    private(set) var startsCutShort = false
 
     private func start(_ entry: Scheduler.Entry) {
         guard let job = table.job(entry.unit.job), !job.downloads[entry.unit.download].isFinished else { return }

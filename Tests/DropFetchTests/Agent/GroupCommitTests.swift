@@ -25,6 +25,7 @@ struct GroupCommitTests {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         #expect(poll(&entry, 1, 10_000) == 1, "the batch did not come back within 10 s")
         commit.collect()
+        while commit.hasReadySteps { commit.runReadySteps() }
     }
 
     @Test("with fsync off a step goes on at once, without a worker")
@@ -87,5 +88,25 @@ struct GroupCommitTests {
         try Self.collect(commit)
         #expect(failed?.code == EINVAL && failed?.path == "pipe", "\(String(describing: failed))")
         #expect(good == .some(nil))
+    }
+
+    @Test("ready steps run in order, a budget's worth per turn: at least one, the rest on the next turns")
+    func stepsRunWithinABudget() throws {
+        let (_, files, path) = try Self.files(3)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        var order: [Int] = []
+        for (index, file) in files.enumerated() { commit.sync([.data(file)]) { _ in order.append(index) } }
+        commit.flush()
+        let descriptor = try #require(commit.descriptor)
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&entry, 1, 10_000) == 1)
+        commit.collect()
+        #expect(order.isEmpty && commit.hasReadySteps && !commit.isIdle)
+        commit.runReadySteps(budget: 0)
+        #expect(order == [0])
+        commit.runReadySteps(budget: 0)
+        commit.runReadySteps(budget: 0)
+        #expect(order == [0, 1, 2] && !commit.hasReadySteps && commit.isIdle)
     }
 }
