@@ -32,14 +32,6 @@ final class GroupCommit {
             case .folder(let folder): return SyncWorker.Target(descriptor: folder.descriptor, dataOnly: false, path: folder.path)
             }
         }
-
-        /// The open object, kept alive while its descriptor is in a batch.
-        fileprivate var owner: AnyObject {
-            switch self {
-            case .data(let file), .file(let file): return file
-            case .folder(let folder): return folder
-            }
-        }
     }
 
     fileprivate enum Key: Hashable {
@@ -49,7 +41,8 @@ final class GroupCommit {
 
     typealias Completion = (SystemError?) -> Void
 
-    /// Requests gathered for the next batch, or being synced in the one in flight.
+    /// Requests gathered for the next batch, or being synced in the one in flight (which keeps
+    /// the targets' files and folders open until it is back).
     private struct Round {
         var targets: [Target] = []
         var index: [Key: Int] = [:]
@@ -85,11 +78,11 @@ final class GroupCommit {
 
     private var state: State
     private var gathering = Round()
-    /// Steps whose syncs are done, in order, with their error; run a few at a time (`runReady`)
+    /// Steps whose syncs are done, in order, with their error; run a few at a time (`runReadySteps`)
     /// so that a large batch does not make one long loop turn.
     private var ready: [(then: Completion, error: SystemError?)] = []
     private var readyHead = 0
-    /// Batches sent and the fsyncs they held, for the metrics and the benchmarks' reading.
+    /// Batches sent and the fsyncs they held (read by the tests).
     private(set) var batches = 0
     private(set) var syncs = 0
 
@@ -133,10 +126,7 @@ final class GroupCommit {
             then(nil)
         case .inline:
             var failure: SystemError?
-            for target in targets where failure == nil {
-                let sync = target.syncTarget
-                failure = GroupCommit.syncNow(sync)
-            }
+            for target in targets where failure == nil { failure = SyncWorker.sync(target.syncTarget) }
             syncs += targets.count
             then(failure)
         case .idle, .syncing:
@@ -159,7 +149,7 @@ final class GroupCommit {
             onWorkerFailure(error)
             state = .inline
             for waiter in round.waiters {
-                let failure = waiter.targets.lazy.compactMap { GroupCommit.syncNow(round.targets[$0].syncTarget) }.first
+                let failure = waiter.targets.lazy.compactMap { SyncWorker.sync(round.targets[$0].syncTarget) }.first
                 waiter.then(failure)
             }
         }
@@ -190,17 +180,6 @@ final class GroupCommit {
         if readyHead == ready.count {
             ready.removeAll(keepingCapacity: true)
             readyHead = 0
-        }
-    }
-
-    private static func syncNow(_ target: SyncWorker.Target) -> SystemError? {
-        do {
-            _ = try retryingEINTR(target.dataOnly ? "fdatasync" : "fsync", target.path) {
-                target.dataOnly ? fdatasync(target.descriptor) : Glibc.fsync(target.descriptor)
-            }
-            return nil
-        } catch {
-            return error
         }
     }
 }

@@ -17,7 +17,7 @@ final class JobPublisher: AgentPart {
         job.downloads[index].phase = .publishing
         context.groupCommit.sync([.file(part.file)]) { [self] error in
             guard isPublishing(part, of: job, index) else { return }
-            if let error { return failed(job, index, result, error) }
+            if let error { return failed(job, index, result, Failure(JobPublisher.kind(of: error), error.description)) }
             crashPlan?.reach(.dataComplete)
             rename(part, result, job, index)
         }
@@ -55,8 +55,7 @@ final class JobPublisher: AgentPart {
                 throw Failure(.internal, "\(error)")
             }
         } catch {
-            return runner.endAttempt(job, index, TransferFailure(failure: error, httpStatus: result.httpStatus, retryAfter: nil,
-                                                                 bytes: result.bytes, resumedFrom: result.resumedFrom))
+            return failed(job, index, result, error)
         }
         context.groupCommit.sync([.folder(part.folder)]) { [self] error in
             guard isPublishing(part, of: job, index) else { return }
@@ -85,9 +84,9 @@ final class JobPublisher: AgentPart {
         if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
     }
 
-    private func failed(_ job: Job, _ index: Int, _ result: TransferResult, _ error: SystemError) {
-        runner.endAttempt(job, index, TransferFailure(failure: Failure(JobPublisher.kind(of: error), error.description),
-                                                      httpStatus: result.httpStatus, retryAfter: nil,
+    /// The attempt ends unpublished; what follows is the runner's (next mirror, retry, failure).
+    private func failed(_ job: Job, _ index: Int, _ result: TransferResult, _ failure: Failure) {
+        runner.endAttempt(job, index, TransferFailure(failure: failure, httpStatus: result.httpStatus, retryAfter: nil,
                                                       bytes: result.bytes, resumedFrom: result.resumedFrom))
     }
 

@@ -108,17 +108,21 @@ final class SyncWorker {
             if count < 0, dfl_errno() == EINTR { continue }
             guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return }
             let batch = Unmanaged<Batch>.fromOpaque(raw).takeUnretainedValue()
-            for (index, target) in batch.targets.enumerated() {
-                do {
-                    _ = try retryingEINTR(target.dataOnly ? "fdatasync" : "fsync", target.path) {
-                        target.dataOnly ? fdatasync(target.descriptor) : fsync(target.descriptor)
-                    }
-                } catch {
-                    batch.errors[index] = error
-                }
-            }
+            for (index, target) in batch.targets.enumerated() { batch.errors[index] = sync(target) }
             var back = pointer
             _ = try? retryingEINTR("write (sync worker)") { Glibc.write(responses, &back, MemoryLayout<UInt>.size) }
+        }
+    }
+
+    /// fdatasync(2) or fsync(2) of one target, on the calling thread; nil when it is durable.
+    static func sync(_ target: Target) -> SystemError? {
+        do {
+            _ = try retryingEINTR(target.dataOnly ? "fdatasync" : "fsync", target.path) {
+                target.dataOnly ? fdatasync(target.descriptor) : fsync(target.descriptor)
+            }
+            return nil
+        } catch {
+            return error
         }
     }
 

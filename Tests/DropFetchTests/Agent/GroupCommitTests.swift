@@ -21,11 +21,16 @@ struct GroupCommitTests {
 
     /// Waits (with a deadline) for the worker's batch to come back, as the loop's poll would, then collects it.
     static func collect(_ commit: GroupCommit) throws {
+        try awaitBatch(commit)
+        commit.collect()
+        while commit.hasReadySteps { commit.runReadySteps() }
+    }
+
+    /// Polls the descriptor the loop polls, with a deadline, until the batch in flight is back.
+    static func awaitBatch(_ commit: GroupCommit) throws {
         let descriptor = try #require(commit.descriptor)
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         #expect(poll(&entry, 1, 10_000) == 1, "the batch did not come back within 10 s")
-        commit.collect()
-        while commit.hasReadySteps { commit.runReadySteps() }
     }
 
     @Test("with fsync off a step goes on at once, without a worker")
@@ -98,9 +103,7 @@ struct GroupCommitTests {
         var order: [Int] = []
         for (index, file) in files.enumerated() { commit.sync([.data(file)]) { _ in order.append(index) } }
         commit.flush()
-        let descriptor = try #require(commit.descriptor)
-        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&entry, 1, 10_000) == 1)
+        try Self.awaitBatch(commit)
         commit.collect()
         #expect(order.isEmpty && commit.hasReadySteps && !commit.isIdle)
         commit.runReadySteps(budget: 0)
