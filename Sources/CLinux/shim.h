@@ -29,6 +29,13 @@ static inline int dfl_start_writeback(int fd, long long offset, long long length
     return (int)syscall(SYS_sync_file_range, fd, offset, length, 2u /* SYNC_FILE_RANGE_WRITE */);
 }
 
+#include <sys/resource.h>
+
+/// setpriority(2) of the calling thread alone (Linux keeps a nice value per thread).
+static inline int dfl_set_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
 #include <spawn.h>
 
 /// posix_spawn_file_actions_addclosefrom_np(3), glibc 2.34+: the child closes every descriptor

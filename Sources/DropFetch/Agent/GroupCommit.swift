@@ -2,11 +2,13 @@ import Glibc
 
 /// Group commit: the fsyncs that jobs ask for during one loop turn go to the `SyncWorker` as one
 /// batch, with each file and folder synced once however many jobs wait on it, and each job takes
-/// its next step only when everything it waits on is durable (docs/architecture.md).
+/// its next step only when everything it waits on is durable (docs/architecture.md). The status
+/// files of filing go with them: creating a file can take milliseconds where the file system
+/// looks long for a free inode (ext4 without a journal skips recently deleted ones).
 ///
 /// One batch is in flight at a time; what is asked for meanwhile forms the next one, so batches
-/// grow with the load. With `fsync: false`, or if the worker cannot start, a request completes
-/// at once (synced inline in the second case).
+/// grow with the load. With `fsync: false`, or if the worker cannot start, a request is done
+/// inline and completes at once (without syncs in the first case).
 final class GroupCommit {
     /// Something to make durable.
     enum Target {
@@ -16,20 +18,38 @@ final class GroupCommit {
         case file(FileDescriptor)
         /// A folder, so that the names created or renamed in it last (fsync(2)).
         case folder(DirectoryHandle)
+        /// A new file at `path` (O_EXCL) holding `bytes`, with its data and metadata durable.
+        case newFile(path: String, bytes: [UInt8], mode: UInt32)
+        /// The file at `path` replaced by one holding `bytes` (temp → rename), not synced: a state
+        /// file. Asked for twice in one round, it is written once with the later bytes.
+        case replacedFile(path: String, bytes: [UInt8])
 
         /// One key per file or folder: a folder reached through two handles is synced once.
         fileprivate var key: Key {
             switch self {
             case .data(let file), .file(let file): return .descriptor(file.rawValue)
             case .folder(let folder): return .inode(folder.device, folder.inode)
+            case .newFile(let path, _, _), .replacedFile(let path, _): return .path(path)
             }
         }
 
-        fileprivate var syncTarget: SyncWorker.Target {
+        fileprivate func workerTarget(durable: Bool) -> SyncWorker.Target {
             switch self {
-            case .data(let file): return SyncWorker.Target(descriptor: file.rawValue, dataOnly: true, path: file.path)
-            case .file(let file): return SyncWorker.Target(descriptor: file.rawValue, dataOnly: false, path: file.path)
-            case .folder(let folder): return SyncWorker.Target(descriptor: folder.descriptor, dataOnly: false, path: folder.path)
+            case .data(let file): return SyncWorker.Target(action: .sync(descriptor: file.rawValue, dataOnly: true), path: file.path)
+            case .file(let file): return SyncWorker.Target(action: .sync(descriptor: file.rawValue, dataOnly: false), path: file.path)
+            case .folder(let folder):
+                return SyncWorker.Target(action: .sync(descriptor: folder.descriptor, dataOnly: false), path: folder.path)
+            case .newFile(let path, let bytes, let mode):
+                return SyncWorker.Target(action: .create(bytes: bytes, mode: mode, durable: durable), path: path)
+            case .replacedFile(let path, let bytes):
+                return SyncWorker.Target(action: .replace(bytes: bytes, mode: 0o644), path: path)
+            }
+        }
+
+        fileprivate var isSync: Bool {
+            switch self {
+            case .newFile, .replacedFile: return false
+            case .data, .file, .folder: return true
             }
         }
     }
@@ -37,6 +57,7 @@ final class GroupCommit {
     fileprivate enum Key: Hashable {
         case descriptor(Int32)
         case inode(UInt64, UInt64)
+        case path(String)
     }
 
     typealias Completion = (SystemError?) -> Void
@@ -56,6 +77,7 @@ final class GroupCommit {
                 if let known = index[key] {
                     // A data-only sync does not cover a full one asked for the same file.
                     if case .file = target, case .data = targets[known] { targets[known] = target }
+                    if case .replacedFile = target { targets[known] = target }
                     indices.append(known)
                 } else {
                     index[key] = targets.count
@@ -119,14 +141,18 @@ final class GroupCommit {
     /// Steps whose syncs are done wait to run: the loop should not sleep.
     var hasReadySteps: Bool { readyHead < ready.count }
 
-    /// Runs `then` once every target is durable, with the first error if one could not be synced.
+    /// Runs `then` once every target is done and durable, with the first error if one failed.
     func sync(_ targets: [Target], then: @escaping Completion) {
         switch state {
         case .off:
-            then(nil)
+            var failure: SystemError?
+            for target in targets where failure == nil && !target.isSync {
+                failure = SyncWorker.perform(target.workerTarget(durable: false))
+            }
+            then(failure)
         case .inline:
             var failure: SystemError?
-            for target in targets where failure == nil { failure = SyncWorker.sync(target.syncTarget) }
+            for target in targets where failure == nil { failure = SyncWorker.perform(target.workerTarget(durable: true)) }
             syncs += targets.count
             then(failure)
         case .idle, .syncing:
@@ -142,14 +168,14 @@ final class GroupCommit {
         batches += 1
         syncs += round.targets.count
         do {
-            try worker.submit(SyncWorker.Batch(targets: round.targets.map(\.syncTarget)))
+            try worker.submit(SyncWorker.Batch(targets: round.targets.map { $0.workerTarget(durable: true) }))
             state = .syncing(worker, round)
         } catch {
             // The worker is out of reach: this batch and all later ones are synced here.
             onWorkerFailure(error)
             state = .inline
             for waiter in round.waiters {
-                let failure = waiter.targets.lazy.compactMap { SyncWorker.sync(round.targets[$0].syncTarget) }.first
+                let failure = waiter.targets.lazy.compactMap { SyncWorker.perform(round.targets[$0].workerTarget(durable: true)) }.first
                 waiter.then(failure)
             }
         }
@@ -169,7 +195,7 @@ final class GroupCommit {
 
     /// Runs ready steps, in order, until `budget` nanoseconds have passed (at least one runs);
     /// the rest wait for the next loop turn. A step that asks for syncs adds to the next batch.
-    func runReadySteps(budget: Int64 = 5_000_000) {
+    func runReadySteps(budget: Int64 = 2_000_000) {
         let deadline = MonotonicClock.nanoseconds() + budget
         while readyHead < ready.count {
             let step = ready[readyHead]

@@ -45,8 +45,8 @@ final class JobFiler: AgentPart {
         file(job, record)
     }
 
-    /// The finish protocol (docs/spool.md) through the group commit: the status staged in the work
-    /// folder → durable → in place in done/ or failed/ with the job file beside it → both folders
+    /// The finish protocol (docs/spool.md) through the group commit: the status written in the work
+    /// folder and made durable (both on the worker) → in place in done/ or failed/ with the job file beside it → both folders
     /// durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed and filing is
     /// retried with backoff, never forgotten.
     func file(_ job: Job, _ record: StatusRecord) {
@@ -55,14 +55,15 @@ final class JobFiler: AgentPart {
         let source = spool.work + "/" + job.workName
         let staged: Spool.StagedStatus
         do {
-            staged = try spool.stageStatus(record, as: outcome, for: source, stagingIn: spool.work)
+            staged = try spool.planStatus(record, as: outcome, for: source, stagingIn: spool.work)
         } catch where error.code == ENOENT && !FileSystem.exists(source) {
             return leftBeforeFiling(job, record)
         } catch {
             return filingFailed(job, record, error)
         }
         table.committing(job)
-        context.groupCommit.sync([.file(staged.file)]) { [self] error in
+        // Written by the group commit's worker: creating it is the longest step of a filing.
+        context.groupCommit.sync([.newFile(path: staged.temp, bytes: record.encoded(), mode: 0o644)]) { [self] error in
             if let error {
                 spool.discard(staged)
                 return filingFailed(job, record, error)
@@ -168,11 +169,15 @@ final class JobFiler: AgentPart {
         for job in running { saveState(job) }
     }
 
+    /// Writes the job's state file through the group commit (its temp file's creation can take
+    /// milliseconds), in the order asked; not synced.
     func saveState(_ job: Job) {
-        do {
-            try spool.writeState(job.snapshot(), for: job.workName)
-        } catch {
-            logger.error("cannot write the state of \(job.workName): \(error)")
+        let workName = job.workName
+        let path = spool.statePath(for: workName)
+        context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table] error in
+            if let error { return logger.error("cannot write the state of \(workName): \(error)") }
+            // The job left the work folder (hold, cancel) while this was written: the file is stale.
+            if table.job(workName: workName) == nil { try? FileSystem.removeIfPresent(path) }
         }
     }
 }

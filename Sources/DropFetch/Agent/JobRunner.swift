@@ -24,7 +24,7 @@ final class JobRunner: AgentPart {
     /// Starts queued downloads while the limits allow (docs/architecture.md: a freed slot is
     /// refilled in the same loop turn); an unclaimed inbox job chosen here is claimed first.
     /// Starting costs file creations; after `budget` nanoseconds the rest start next turn.
-    func startRunnable(budget: Int64 = 5_000_000) {
+    func startRunnable(budget: Int64 = 2_000_000) {
         let now = MonotonicClock.now()
         let deadline = MonotonicClock.nanoseconds() + budget
         startsCutShort = false

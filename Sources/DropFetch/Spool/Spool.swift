@@ -152,7 +152,6 @@ final class Spool {
 
     /// A status file written under a temp name in the staging folder: not yet durable, not in place.
     struct StagedStatus {
-        let file: FileDescriptor
         let temp: String
         let status: StatusRecord
         let outcome: Outcome
@@ -160,21 +159,24 @@ final class Spool {
         let sourceInode: UInt64
     }
 
-    /// First step of filing: the status file for the job file at `source`, written (O_EXCL) under a
-    /// temp name in `staging` (default: done/ or failed/); `fileStaged` puts it in place once durable.
-    func stageStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
-                     stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
+    /// First step of filing, planned: where the status file for the job file at `source` is staged,
+    /// a temp name in `staging` (default: done/ or failed/). The caller writes it there
+    /// (`stageStatus`, or the group commit's `newFile`); `fileStaged` puts it in place once durable.
+    func planStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
+                    stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
         let sourceInode = UInt64(try FileSystem.lstatus(source).st_ino)
         let folder = staging ?? (outcome == .done ? done : failed)
         let temp = AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
-        let file = try AtomicFile.createExclusive(temp, mode: 0o644)
-        do {
-            try file.write(status.encoded())
-        } catch {
-            try? FileSystem.removeIfPresent(temp)
-            throw error
-        }
-        return StagedStatus(file: file, temp: temp, status: status, outcome: outcome, sourceInode: sourceInode)
+        return StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: sourceInode)
+    }
+
+    /// First step of filing, done here: the planned status written (O_EXCL) and, when the spool is
+    /// durable, fsynced.
+    func stageStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
+                     stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
+        let staged = try planStatus(status, as: outcome, for: source, stagingIn: staging)
+        try AtomicFile.writeTemp(status.encoded(), at: staged.temp, mode: 0o644, durable: durable)
+        return staged
     }
 
     /// Second step: the staged status renamed beside the job's record name in done/ or failed/
@@ -248,7 +250,6 @@ final class Spool {
         let staged = try stageStatus(status, as: outcome, for: source, stagingIn: staging)
         let jobPath: String
         do {
-            if durable { try staged.file.sync() }
             jobPath = try fileStaged(staged, from: source, statusWritten: statusWritten)
         } catch {
             discard(staged)
@@ -495,7 +496,12 @@ final class Spool {
     /// restart must get right comes from the job file, the `.part` and its resume record, so a
     /// state lost to a power cut costs at most an attempt count or an early retry.
     func writeState(_ record: StatusRecord, for workName: String) throws(SystemError) {
-        try AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: false)
+        try AtomicFile.write(record.encoded(), to: statePath(for: workName), durable: false)
+    }
+
+    /// `work/<agent>/.<job>.state.json`.
+    func statePath(for workName: String) -> String {
+        work + "/" + Spool.stateName(forJob: workName)
     }
 
     func readState(for workName: String, in folder: String? = nil) -> StatusRecord? {

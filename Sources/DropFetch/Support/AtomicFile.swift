@@ -16,16 +16,27 @@ enum AtomicFile {
     static func write(_ bytes: [UInt8], to path: String, durable: Bool, mode: UInt32 = 0o644,
                       temp: String? = nil) throws(SystemError) {
         let temp = temp ?? tempPath(for: path)
+        try writeTemp(bytes, at: temp, mode: mode, durable: durable)
         do {
-            let file = try createExclusive(temp, mode: mode)
-            try file.write(bytes)
-            if durable { try file.sync() }
             try FileSystem.rename(temp, to: path)
         } catch {
             try? FileSystem.removeIfPresent(temp)
             throw error
         }
         if durable { try FileSystem.syncDirectory(FileSystem.directoryName(of: path)) }
+    }
+
+    /// The first half of `write`: `temp` created (O_EXCL) with `bytes`, fsynced when `durable`;
+    /// removed again when that fails.
+    static func writeTemp(_ bytes: [UInt8], at temp: String, mode: UInt32, durable: Bool) throws(SystemError) {
+        do {
+            let file = try createExclusive(temp, mode: mode)
+            try file.write(bytes)
+            if durable { try file.sync() }
+        } catch {
+            try? FileSystem.removeIfPresent(temp)
+            throw error
+        }
     }
 
     /// Creates `temp` with O_EXCL; a leftover of a crashed run of this same process id is removed first.

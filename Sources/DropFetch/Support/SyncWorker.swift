@@ -1,18 +1,27 @@
 import CLinux
 import Glibc
 
-/// A thread that runs batches of fsync(2) and fdatasync(2) for the event loop, so that making data
-/// durable never blocks a loop turn (group commit, docs/architecture.md).
+/// A thread that runs batches of fsync(2) and fdatasync(2), and creates the files whose inode
+/// allocation can take milliseconds, for the event loop, so that neither blocks a loop turn
+/// (group commit, docs/architecture.md).
 ///
 /// A batch goes to the worker and comes back through two pipes as a retained pointer: the loop
 /// does not touch a batch between `submit` and `completed`, the worker not before or after; the
 /// pipe's write and read order the two. No lock is shared.
 final class SyncWorker {
-    /// What one fsync is for: the descriptor, whether data alone is enough (fdatasync), and the
-    /// path for messages. The caller keeps the descriptor open until the batch is back.
+    /// One thing to do, and the path it is about (for messages, or the file to create).
     struct Target {
-        let descriptor: Int32
-        let dataOnly: Bool
+        enum Action {
+            /// fdatasync(2) when `dataOnly`, else fsync(2); the caller keeps the descriptor open
+            /// until the batch is back.
+            case sync(descriptor: Int32, dataOnly: Bool)
+            /// A new file at `path` (O_EXCL) holding `bytes`, fsynced when `durable` (AtomicFile.writeTemp).
+            case create(bytes: [UInt8], mode: UInt32, durable: Bool)
+            /// The file at `path` replaced by one holding `bytes`, not synced (AtomicFile.write).
+            case replace(bytes: [UInt8], mode: UInt32)
+        }
+
+        let action: Action
         let path: String
     }
 
@@ -71,7 +80,7 @@ final class SyncWorker {
     }
 
     /// Hands a batch to the worker with write(2) of its pointer; `completed()` returns it once
-    /// every target was synced. Throws when the worker cannot be reached (the batch is not sent).
+    /// every target was done. Throws when the worker cannot be reached (the batch is not sent).
     func submit(_ batch: Batch) throws(SystemError) {
         let retained = Unmanaged.passRetained(batch)
         var pointer = UInt(bitPattern: retained.toOpaque())
@@ -101,24 +110,34 @@ final class SyncWorker {
     }
 
     /// The worker's loop: take a batch, sync each target, send it back; end when the pipe closes.
+    /// It runs at a lower priority than the loop (nice 10), whose turns it must not delay on a
+    /// busy machine: the worker wants throughput, the loop short turns.
     private static func work(requests: Int32, responses: Int32) {
+        _ = dfl_set_thread_nice(10)
         while true {
             var pointer: UInt = 0
             let count = Glibc.read(requests, &pointer, MemoryLayout<UInt>.size)
             if count < 0, dfl_errno() == EINTR { continue }
             guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return }
             let batch = Unmanaged<Batch>.fromOpaque(raw).takeUnretainedValue()
-            for (index, target) in batch.targets.enumerated() { batch.errors[index] = sync(target) }
+            for (index, target) in batch.targets.enumerated() { batch.errors[index] = perform(target) }
             var back = pointer
             _ = try? retryingEINTR("write (sync worker)") { Glibc.write(responses, &back, MemoryLayout<UInt>.size) }
         }
     }
 
-    /// fdatasync(2) or fsync(2) of one target, on the calling thread; nil when it is durable.
-    static func sync(_ target: Target) -> SystemError? {
+    /// One target on the calling thread; nil when it is done (and durable where asked).
+    static func perform(_ target: Target) -> SystemError? {
         do {
-            _ = try retryingEINTR(target.dataOnly ? "fdatasync" : "fsync", target.path) {
-                target.dataOnly ? fdatasync(target.descriptor) : fsync(target.descriptor)
+            switch target.action {
+            case .sync(let descriptor, let dataOnly):
+                _ = try retryingEINTR(dataOnly ? "fdatasync" : "fsync", target.path) {
+                    dataOnly ? fdatasync(descriptor) : fsync(descriptor)
+                }
+            case .create(let bytes, let mode, let durable):
+                try AtomicFile.writeTemp(bytes, at: target.path, mode: mode, durable: durable)
+            case .replace(let bytes, let mode):
+                try AtomicFile.write(bytes, to: target.path, durable: false, mode: mode)
             }
             return nil
         } catch {

@@ -112,4 +112,42 @@ struct GroupCommitTests {
         commit.runReadySteps(budget: 0)
         #expect(order == [0, 1, 2] && !commit.hasReadySteps && commit.isIdle)
     }
+
+    @Test("the worker creates a new file with its bytes, once the batch is sent")
+    func newFileOnTheWorker() throws {
+        let (_, _, path) = try Self.files(1)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        var result: SystemError?? = .none
+        commit.sync([.newFile(path: path + "/status.json", bytes: Array("{\"state\":\"done\"}".utf8), mode: 0o644)]) {
+            result = .some($0)
+        }
+        #expect(!FileManager.default.fileExists(atPath: path + "/status.json"), "created before the batch was sent")
+        commit.flush()
+        try Self.collect(commit)
+        #expect(result == .some(nil), "the step did not run, or failed: \(String(describing: result))")
+        #expect(try String(contentsOfFile: path + "/status.json", encoding: .utf8) == "{\"state\":\"done\"}")
+        let mode = try FileManager.default.attributesOfItem(atPath: path + "/status.json")[.posixPermissions] as? Int
+        #expect(mode == 0o644)
+    }
+
+    @Test("two state writes of one file in one batch: the later bytes are on disk, written once")
+    func replacedFileKeepsTheLaterBytes() throws {
+        let (_, _, path) = try Self.files(0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        var completions = 0
+        for text in ["first", "second"] {
+            commit.sync([.replacedFile(path: path + "/x.state.json", bytes: Array(text.utf8))]) { error in
+                #expect(error == nil)
+                completions += 1
+            }
+        }
+        commit.flush()
+        try Self.collect(commit)
+        #expect(completions == 2)
+        #expect(try String(contentsOfFile: path + "/x.state.json", encoding: .utf8) == "second")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path) == ["x.state.json"], "a temp file was left")
+        #expect(commit.syncs == 1)
+    }
 }
