@@ -2,8 +2,8 @@ import Glibc
 
 /// Group commit: the fsyncs that jobs ask for during one loop turn go to the `SyncWorker` as one
 /// batch, with each file and folder synced once however many jobs wait on it, and each job takes
-/// its next step only when everything it waits on is durable (docs/architecture.md). The status
-/// files of filing go with them: creating a file can take milliseconds where the file system
+/// its next step only when everything it waits on is durable (docs/architecture.md). Status and
+/// state files are written there too: creating a file can take milliseconds where the file system
 /// looks long for a free inode (ext4 without a journal skips recently deleted ones).
 ///
 /// One batch is in flight at a time; what is asked for meanwhile forms the next one, so batches

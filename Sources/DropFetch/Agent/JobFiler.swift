@@ -46,8 +46,8 @@ final class JobFiler: AgentPart {
     }
 
     /// The finish protocol (docs/spool.md) through the group commit: the status written in the work
-    /// folder and made durable (both on the worker) → in place in done/ or failed/ with the job file beside it → both folders
-    /// durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed and filing is
+    /// folder and made durable (both on the worker) → in place in done/ or failed/ with the job
+    /// file beside it → both folders durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed and filing is
     /// retried with backoff, never forgotten.
     func file(_ job: Job, _ record: StatusRecord) {
         guard !table.isCommitting(job) else { return }

@@ -495,10 +495,6 @@ final class Spool {
     /// Not fsynced: a state file is advice (progress, attempts, routing folder, retry time). What a
     /// restart must get right comes from the job file, the `.part` and its resume record, so a
     /// state lost to a power cut costs at most an attempt count or an early retry.
-    func writeState(_ record: StatusRecord, for workName: String) throws(SystemError) {
-        try AtomicFile.write(record.encoded(), to: statePath(for: workName), durable: false)
-    }
-
     /// `work/<agent>/.<job>.state.json`.
     func statePath(for workName: String) -> String {
         work + "/" + Spool.stateName(forJob: workName)
