@@ -90,7 +90,7 @@ final class JobFiler: AgentPart {
             spool.discard(staged)
             return filingFailed(job, record, error)
         }
-        try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: job.workName))
+        try? FileSystem.removeIfPresent(spool.statePath(for: job.workName))
         context.groupCommit.sync(folders.map { .folder($0) }) { [self] error in
             // The moves are done; a folder that cannot be synced is reported, not undone.
             if let error { logger.error("the filing of \(job.workName) may not survive a power cut: \(error)") }

@@ -293,7 +293,7 @@ final class JobRunner: AgentPart {
         scheduler.remove(job: job.id)
         table.remove(job)
         // `hold` took the state along first; what is left here is stale.
-        try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: workName))
+        try? FileSystem.removeIfPresent(spool.statePath(for: workName))
         let place = spool.whereIs(job: job.record.job, workName: workName, folder: job.record.folder ?? "")
         let keep = place == .hold || place == .inbox
         if !keep {

@@ -319,7 +319,7 @@ final class Spool {
         let folder = FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) + "/"
         let path = inbox + "/" + folder + Spool.releasedStateName(forJob: FileSystem.baseName(of: relativePath))
         guard let record = readRecord(at: path) else { return nil }
-        try? FileSystem.rename(path, to: work + "/" + Spool.stateName(forJob: workName))
+        try? FileSystem.rename(path, to: statePath(for: workName))
         return record
     }
 
@@ -341,7 +341,7 @@ final class Spool {
         for outcome in [done, failed] {
             for candidate in Spool.candidateNames(job).prefix(1000) where same(outcome + "/" + candidate) {
                 try? FileSystem.unlink(path)
-                try? FileSystem.removeIfPresent(work + "/" + Spool.stateName(forJob: workName))
+                try? FileSystem.removeIfPresent(statePath(for: workName))
                 return true
             }
         }
@@ -426,7 +426,7 @@ final class Spool {
                         // looks for (`completeInterruptedMove` knows inbox, done and failed twins).
                         try FileSystem.moveIntoPrivateFolder(folder + "/" + name, to: work + "/" + candidate)
                         let state = folder + "/" + Spool.stateName(forJob: name)
-                        try? FileSystem.rename(state, to: work + "/" + Spool.stateName(forJob: candidate))
+                        try? FileSystem.rename(state, to: statePath(for: candidate))
                         adopted.append(candidate)
                         break
                     } catch where error.code == EEXIST {

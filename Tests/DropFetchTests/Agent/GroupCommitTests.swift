@@ -150,4 +150,29 @@ struct GroupCommitTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: path) == ["x.state.json"], "a temp file was left")
         #expect(commit.syncs == 1)
     }
+
+    /// The nice values of this process's threads (field 19 of /proc/self/task/<tid>/stat).
+    static func threadNiceValues() -> [Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { tid in
+            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            // After "pid (comm)" come the fields from 3 (state) on: nice is field 19.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
+    }
+
+    @Test("the sync worker thread runs at nice 10, so that it yields to the loop on a busy machine")
+    func workerRunsNiced() throws {
+        let (folder, _, path) = try Self.files(0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        // A batch that came back proves the worker thread has started (and set its priority first).
+        commit.sync([.folder(folder)]) { #expect($0 == nil) }
+        commit.flush()
+        try Self.collect(commit)
+        #expect(Self.threadNiceValues().contains(10), "thread nice values: \(Self.threadNiceValues())")
+        #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == 0, "the process itself was reniced")
+    }
 }

@@ -74,20 +74,6 @@ struct AdmissionTests {
         Scheduler.Entry(unit: .init(job: job, download: 0), priority: 0, arrival: job, host: host, className: className)
     }
 
-    /// Starts what the scheduler and the admission allow, as the agent's loop does.
-    private func startAll(_ scheduler: inout Scheduler, _ admission: inout Admission) -> [Int] {
-        var started: [Int] = []
-        while admission.hasRoom {
-            let gate = admission
-            guard let next = scheduler.nextRunnable(now: 0, canStart: {
-                gate.admits(host: $0.host, className: $0.className)
-            }) else { break }
-            admission.started(host: next.host, className: next.className)
-            started.append(next.unit.job)
-        }
-        return started
-    }
-
     @Test("per-host limit: a full host does not block another host's jobs queued behind it")
     func perHostWithoutHeadOfLineBlocking() {
         var scheduler = Scheduler()
@@ -163,15 +149,9 @@ struct SchedulerCostTests {
         var running: [Int] = []
         var order: [Int] = []
         while true {
-            while admission.hasRoom {
-                let gate = admission
-                guard let next = scheduler.nextRunnable(now: 0, canStart: {
-                    gate.admits(host: $0.host, className: $0.className)
-                }) else { break }
-                admission.started(host: next.host, className: next.className)
-                running.append(next.unit.job)
-                order.append(next.unit.job)
-            }
+            let started = startAll(&scheduler, &admission)
+            running += started
+            order += started
             guard !running.isEmpty else { break }
             running.removeFirst()
             admission.finished(host: "one.example", className: "default")
@@ -341,6 +321,20 @@ struct SchedulerCostTests {
             }
         }
     }
+}
+
+/// Starts what the scheduler and the admission allow, as the agent's loop does.
+private func startAll(_ scheduler: inout Scheduler, _ admission: inout Admission) -> [Int] {
+    var started: [Int] = []
+    while admission.hasRoom {
+        let gate = admission
+        guard let next = scheduler.nextRunnable(now: 0, canStart: {
+            gate.admits(host: $0.host, className: $0.className)
+        }) else { break }
+        admission.started(host: next.host, className: next.className)
+        started.append(next.unit.job)
+    }
+    return started
 }
 
 /// The reference: every decision looks at every queued unit.
