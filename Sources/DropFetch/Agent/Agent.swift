@@ -137,16 +137,16 @@ public final class Agent {
     }
 
     private func loop() -> ExitStatus {
-        let ownDescriptors = [watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
-                              configWatcher?.fileDescriptor, context.groupCommit.descriptor].compactMap { $0 }
+        let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
+                               configWatcher?.fileDescriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         context.metrics?.loopStall.begin()
         while true {
             if case .running = state { runner.startRunnable() }
-            if case .stopping = state, table.runningCount == 0, context.groupCommit.isIdle { break }
+            if case .stopping = state, table.runningCount == 0, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked to make durable goes to the sync worker as one batch.
-            context.groupCommit.flush()
+            for worker in context.workers { worker.flush() }
             do {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
@@ -161,8 +161,10 @@ public final class Agent {
             for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
-            if isReady(context.groupCommit.descriptor) { context.groupCommit.collect() }
-            context.groupCommit.runReadySteps()
+            for worker in context.workers {
+                if isReady(worker.descriptor) { worker.collect() }
+                worker.runReadySteps()
+            }
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
@@ -190,7 +192,7 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard table.runningCount == 0, runner.scheduler.readyCount == 0, context.groupCommit.isIdle else { return false }
+        guard table.runningCount == 0, runner.scheduler.readyCount == 0, context.workers.allSatisfy(\.isIdle) else { return false }
         let now = MonotonicClock.now()
         let horizon = Agent.adding(now, config.onceWait)
         if let due = runner.scheduler.nextDue, due <= horizon { return false }
@@ -247,7 +249,7 @@ public final class Agent {
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
-        if context.groupCommit.hasReadySteps || runner.startsCutShort { return 0 }
+        if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
     }
 

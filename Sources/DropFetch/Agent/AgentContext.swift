@@ -18,6 +18,11 @@ final class AgentContext {
     let table = JobTable()
     /// Where fsyncs wait to be done together, off the loop thread.
     let groupCommit: GroupCommit
+    /// Where claims and the renames of filings run, off the loop thread, on a worker of their own
+    /// so that they never wait behind a batch of fsyncs (with `fsync: false` too).
+    let spoolSteps: GroupCommit
+    /// Both, in the order the loop serves them.
+    var workers: [GroupCommit] { [groupCommit, spoolSteps] }
     /// False once a stop was asked for: nothing new is indexed or started.
     var acceptsWork = true
 
@@ -34,6 +39,9 @@ final class AgentContext {
         hooks = HookRunner(logger: logger)
         groupCommit = GroupCommit(durable: config.fsync) { error in
             logger.warning("fsyncs run on the event loop: the sync worker cannot be used: \(error)")
+        }
+        spoolSteps = GroupCommit(durable: true) { error in
+            logger.warning("claims and filings run on the event loop: their worker cannot be used: \(error)")
         }
         metrics = config.metricsFile.map {
             MetricsFile(path: Agent.absolute($0), agent: agentID, spoolRoot: spool.root, holdFolder: spool.hold, logger: logger)

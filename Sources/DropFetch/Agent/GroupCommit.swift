@@ -23,6 +23,8 @@ final class GroupCommit {
         /// The file at `path` replaced by one holding `bytes` (temp → rename), not synced: a state
         /// file. Asked for twice in one round, it is written once with the later bytes.
         case replacedFile(path: String, bytes: [UInt8])
+        /// Work done whole on the worker, after the targets asked for before it in the same round.
+        case task(any WorkerTask)
 
         /// One key per file or folder: a folder reached through two handles is synced once.
         fileprivate var key: Key {
@@ -30,6 +32,7 @@ final class GroupCommit {
             case .data(let file), .file(let file): return .descriptor(file.rawValue)
             case .folder(let folder): return .inode(folder.device, folder.inode)
             case .newFile(let path, _, _), .replacedFile(let path, _): return .path(path)
+            case .task(let task): return .task(ObjectIdentifier(task))
             }
         }
 
@@ -43,12 +46,14 @@ final class GroupCommit {
                 return SyncWorker.Target(action: .create(bytes: bytes, mode: mode, durable: durable), path: path)
             case .replacedFile(let path, let bytes):
                 return SyncWorker.Target(action: .replace(bytes: bytes, mode: 0o644), path: path)
+            case .task(let task):
+                return SyncWorker.Target(action: .run(task), path: "\(type(of: task))")
             }
         }
 
         fileprivate var isSync: Bool {
             switch self {
-            case .newFile, .replacedFile: return false
+            case .newFile, .replacedFile, .task: return false
             case .data, .file, .folder: return true
             }
         }
@@ -58,6 +63,7 @@ final class GroupCommit {
         case descriptor(Int32)
         case inode(UInt64, UInt64)
         case path(String)
+        case task(ObjectIdentifier)
     }
 
     typealias Completion = (SystemError?) -> Void

@@ -45,56 +45,48 @@ final class JobFiler: AgentPart {
         file(job, record)
     }
 
-    /// The finish protocol (docs/spool.md) through the group commit: the status written in the work
-    /// folder and made durable (both on the worker) → in place in done/ or failed/ with the job
-    /// file beside it → both folders durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed and filing is
-    /// retried with backoff, never forgotten.
+    /// The finish protocol (docs/spool.md) off the loop: the status written and made durable (the
+    /// group commit) → put in place in done/ or failed/ with the job file beside it (`SpoolFiling`)
+    /// → both folders durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed
+    /// and filing is retried with backoff, never forgotten.
     func file(_ job: Job, _ record: StatusRecord) {
         guard !table.isCommitting(job) else { return }
-        let outcome: Spool.Outcome = record.state == .done ? .done : .failed
-        let source = spool.work + "/" + job.workName
-        let staged: Spool.StagedStatus
-        do {
-            staged = try spool.planStatus(record, as: outcome, for: source, stagingIn: spool.work)
-        } catch where error.code == ENOENT && !FileSystem.exists(source) {
-            return leftBeforeFiling(job, record)
-        } catch {
-            return filingFailed(job, record, error)
-        }
         table.committing(job)
-        // Written by the group commit's worker: creating it is the longest step of a filing.
-        context.groupCommit.sync([.newFile(path: staged.temp, bytes: record.encoded(), mode: 0o644)]) { [self] error in
+        let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
+        let filing = SpoolFiling(record, as: record.state == .done ? .done : .failed, from: spool.work + "/" + job.workName,
+                                 claim: job.owner.claim, in: spool, publishedRecords: published)
+        context.groupCommit.sync([.newFile(path: filing.temp, bytes: record.encoded(), mode: 0o644)]) { [self] error in
             if let error {
-                spool.discard(staged)
+                try? FileSystem.removeIfPresent(filing.temp)
                 return filingFailed(job, record, error)
             }
-            moveIntoPlace(job, staged, from: source)
+            context.spoolSteps.sync([.task(filing)]) { [self] _ in
+                switch filing.ending {
+                case .filed(let filed):
+                    spool.noteFiled(filed)
+                    moved(job, filing, to: filed.jobPath)
+                case .left:
+                    leftBeforeFiling(job, record)
+                case .failed(let error):
+                    filingFailed(job, record, error)
+                }
+            }
         }
     }
 
-    /// The durable status renamed into done/ or failed/ and the job file beside it; announced once
-    /// both folders are durable.
-    private func moveIntoPlace(_ job: Job, _ staged: Spool.StagedStatus, from source: String) {
-        let record = staged.status
-        let jobPath: String
+    /// Filed: announced once done/ (or failed/) and the work folder are durable.
+    private func moved(_ job: Job, _ filing: SpoolFiling, to jobPath: String) {
         let folders: [DirectoryHandle]
         do {
-            folders = try spool.filedFolders(staged.outcome, from: source)
-            jobPath = try spool.fileStaged(staged, from: source) {
-                for case let (folder, name, _)? in job.downloads.map(\.publishedRecord) { try? folder.removeIfPresent(name) }
-            }
-        } catch where error.code == ENOENT && !holdsJobFile(source, staged.sourceInode) {
-            spool.discard(staged)
-            return leftBeforeFiling(job, record)
+            folders = try spool.filedFolders(filing.outcome, from: filing.source)
         } catch {
-            spool.discard(staged)
-            return filingFailed(job, record, error)
+            logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
+            return filed(job, filing.status, at: jobPath)
         }
-        try? FileSystem.removeIfPresent(spool.statePath(for: job.workName))
         context.groupCommit.sync(folders.map { .folder($0) }) { [self] error in
             // The moves are done; a folder that cannot be synced is reported, not undone.
             if let error { logger.error("the filing of \(job.workName) may not survive a power cut: \(error)") }
-            filed(job, record, at: jobPath)
+            filed(job, filing.status, at: jobPath)
         }
     }
 
@@ -106,11 +98,6 @@ final class JobFiler: AgentPart {
         }
         logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])
         table.remove(job)
-    }
-
-    /// Whether `path` is still the job file (same inode) whose status was staged.
-    private func holdsJobFile(_ path: String, _ inode: UInt64) -> Bool {
-        (try? FileSystem.lstatus(path)).map { UInt64($0.st_ino) == inode } ?? false
     }
 
     /// A job in its place: logged, counted, announced, forgotten.

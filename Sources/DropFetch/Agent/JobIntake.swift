@@ -70,30 +70,50 @@ final class JobIntake: AgentPart {
     }
 
     /// Claims an inbox job the scheduler chose to run now (rename into work/; another agent may
-    /// have taken it) and queues its downloads. Returns whether it is now this agent's.
-    func claimCandidate(_ id: Int) -> Bool {
-        guard let candidate = inbox.candidate(id) else { return false }
-        inbox.remove(id: id)
-        let entry = Spool.InboxEntry(relativePath: candidate.path, modified: 0)
-        let workName: String?
-        do {
-            workName = try spool.claim(entry)
-        } catch {
-            logger.error("cannot claim \(candidate.path): \(error)")
-            return false
+    /// have taken it) and queues its downloads. The claim runs on a worker (`SpoolClaim`) and holds
+    /// a place in `admission` until it is back, so that no more jobs are claimed than could run.
+    func claimCandidate(_ entry: Scheduler.Entry) {
+        guard let candidate = inbox.candidate(entry.unit.job) else { return }
+        inbox.remove(id: entry.unit.job)
+        let claim = SpoolClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
+                               limit: config.limits.maxJobFileSize)
+        runner.admission.started(host: entry.host, className: entry.className)
+        claimsInFlight += 1
+        context.spoolSteps.sync([.task(claim)]) { [self] _ in
+            runner.admission.finished(host: entry.host, className: entry.className)
+            claimsInFlight -= 1
+            defer { if claimsInFlight == 0 { departedDuringClaims.removeAll() } }
+            switch claim.ending {
+            case .claimed(let workName, let previous, let contents):
+                // Held or moved away while the claim was on its way back: not this agent's any more.
+                if departedDuringClaims.contains(workName), !FileSystem.exists(spool.work + "/" + workName) {
+                    return logger.info("job left the work folder as it was claimed", metadata: ["job": "\(workName)"])
+                }
+                logger.debug("claimed \(candidate.path)")
+                admit(workName: workName, jobName: previous?.job ?? claim.entry.name, folder: claim.entry.folder,
+                      previous: previous, arrival: candidate.arrival, contents: contents)
+            case .gone:
+                break
+            case .failed(let error):
+                logger.error("cannot claim \(candidate.path): \(error)")
+            }
         }
-        guard let workName else { return false }
-        crashPlan?.reach(.claimed)
-        logger.debug("claimed \(candidate.path)")
-        let previous = spool.adoptReleasedState(of: candidate.path, as: workName)
-        admit(workName: workName, jobName: previous?.job ?? entry.name, folder: entry.folder, previous: previous,
-              arrival: candidate.arrival)
-        return true
+    }
+
+    /// Claims sent to the worker and not back yet.
+    private(set) var claimsInFlight = 0
+    /// Names that left the work folder while claims were in flight, before any job had them.
+    private var departedDuringClaims: Set<String> = []
+
+    /// A name left the work folder and no job has it: one of the claims in flight may be it.
+    func departed(_ workName: String) {
+        if claimsInFlight > 0 { departedDuringClaims.insert(workName) }
     }
 
     /// Reads, validates and queues a job that is now in `work/<agent>/`; an invalid one is filed
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
-    func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64) {
+    func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
+               contents read: Result<JobFileReader.Contents, JobFileError>? = nil) {
         let now = Timestamp.now()
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
@@ -103,7 +123,7 @@ final class JobIntake: AgentPart {
         let spec: JobSpec
         // The claim is the inode the file was read from: one open and one fstat(2), no lstat(2).
         let claim: UInt64
-        switch JobFileReader.contents(of: spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
+        switch read ?? JobFileReader.contents(of: spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
         case .failure(let error):
             return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
         case .success(let contents):

@@ -31,7 +31,7 @@ final class JobRunner: AgentPart {
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if entry.unit.download == Scheduler.Unit.wholeJob {
-                _ = intake.claimCandidate(entry.unit.job)
+                intake.claimCandidate(entry)
             } else {
                 start(entry)
             }
@@ -280,7 +280,8 @@ final class JobRunner: AgentPart {
     /// job is still in the spool (held, released); it goes when the job was cancelled or deleted.
     func jobLeftWorkFolder(_ workName: String) {
         // A job being filed leaves by its own move; one moved away meanwhile is seen by the filing.
-        guard let job = table.job(workName: workName), !table.isCommitting(job) else { return }
+        guard let job = table.job(workName: workName) else { return intake.departed(workName) }
+        guard !table.isCommitting(job) else { return }
         // Our own filing, or a new job already claimed under the same name.
         if FileSystem.exists(spool.work + "/" + workName) { return }
         for (transfer, unit) in table.transfers(of: job) {

@@ -188,11 +188,30 @@ final class Spool {
     /// cleans up is then no longer needed by recovery, which completes the filing from the status.
     func fileStaged(_ staged: StagedStatus, from source: String, statusWritten: () -> Void = {}) throws(SystemError) -> String {
         let folder = staged.outcome == .done ? done : failed
+        let key = folder + "/" + staged.status.job
+        let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: nextRecordNumber[key],
+                                         crashPlan: crashPlan, statusWritten: statusWritten)
+        noteFiled(filed)
+        return filed.jobPath
+    }
+
+    /// Where a filing ended: the job file's new path, and the record number after it in its folder.
+    struct Filed: Sendable {
+        let jobPath: String
+        let key: String
+        let nextNumber: Int
+    }
+
+    /// `fileStaged` without the spool's memory of record numbers, so that the group commit's worker
+    /// can run it (`SpoolFiling`): `firstFree` is the number known free last time, if any; the
+    /// caller hands the result to `noteFiled`.
+    static func fileStaged(_ staged: StagedStatus, from source: String, into folder: String, firstFree: Int?,
+                           crashPlan: CrashPlan?, statusWritten: () -> Void) throws(SystemError) -> Filed {
         let job = staged.status.job
         guard (try? FileSystem.lstatus(source)).map({ UInt64($0.st_ino) == staged.sourceInode }) == true else {
             throw SystemError(code: ENOENT, operation: "file (the job file left or was replaced)", path: source)
         }
-        var number = firstFreeRecordNumber(for: job, in: folder)
+        var number = firstFree ?? firstFreeRecordNumber(for: job, in: folder)
         while number < 100_000 {
             let candidate = Spool.candidateName(job, number: number)
             number += 1
@@ -214,10 +233,20 @@ final class Spool {
                 if error.code == EEXIST { continue }
                 throw error
             }
-            nextRecordNumber[folder + "/" + job] = number
-            return jobPath
+            return Filed(jobPath: jobPath, key: folder + "/" + job, nextNumber: number)
         }
         throw SystemError(code: EEXIST, operation: "file", path: source)
+    }
+
+    /// Remembers the next free record number after a filing, so that the next job of that name
+    /// does not probe the numbers again.
+    func noteFiled(_ filed: Filed) {
+        nextRecordNumber[filed.key] = max(nextRecordNumber[filed.key] ?? 0, filed.nextNumber)
+    }
+
+    /// The record number a filing of `job` into `folder` starts probing at, if known.
+    func knownFreeRecordNumber(for job: String, in folder: String) -> Int? {
+        nextRecordNumber[folder + "/" + job]
     }
 
     /// Removes a staged status that was not filed.
@@ -270,8 +299,7 @@ final class Spool {
     /// The lowest record number (`x.N.url`) worth trying: remembered from the last filing of this
     /// name, else found by doubling then bisecting over the names in use (records are only added),
     /// so that filing the n-th record of one name costs O(log n) lookups, not n.
-    private func firstFreeRecordNumber(for job: String, in folder: String) -> Int {
-        if let known = nextRecordNumber[folder + "/" + job] { return known }
+    private static func firstFreeRecordNumber(for job: String, in folder: String) -> Int {
         func taken(_ number: Int) -> Bool {
             let name = Spool.candidateName(job, number: number)
             return FileSystem.exists(folder + "/" + name) || FileSystem.exists(folder + "/" + Spool.statusName(forJob: name))

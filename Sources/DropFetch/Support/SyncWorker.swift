@@ -1,6 +1,15 @@
 import CLinux
 import Glibc
 
+/// File-system work that a loop step hands to the `SyncWorker` whole, because its renames and
+/// creations can wait milliseconds for a folder's blocks under write I/O (a filing). `perform`
+/// runs on the worker thread: it touches only what the task holds, and keeps its result for the
+/// step's completion, which reads it on the loop once the batch is back.
+protocol WorkerTask: AnyObject {
+    /// Does the work; nil when it succeeded.
+    func perform() -> SystemError?
+}
+
 /// A thread that runs batches of fsync(2) and fdatasync(2), and creates the files whose inode
 /// allocation can take milliseconds, for the event loop, so that neither blocks a loop turn
 /// (group commit, docs/architecture.md).
@@ -19,6 +28,8 @@ final class SyncWorker {
             case create(bytes: [UInt8], mode: UInt32, durable: Bool)
             /// The file at `path` replaced by one holding `bytes`, not synced (AtomicFile.write).
             case replace(bytes: [UInt8], mode: UInt32)
+            /// A step of the loop's done whole on the worker (`WorkerTask`).
+            case run(any WorkerTask)
         }
 
         let action: Action
@@ -138,6 +149,8 @@ final class SyncWorker {
                 try AtomicFile.writeTemp(bytes, at: target.path, mode: mode, durable: durable)
             case .replace(let bytes, let mode):
                 try AtomicFile.write(bytes, to: target.path, durable: false, mode: mode)
+            case .run(let task):
+                return task.perform()
             }
             return nil
         } catch {

@@ -1,0 +1,80 @@
+import Glibc
+
+/// One job's filing moves as a single step on a worker (docs/spool.md, finish protocol): its
+/// durable status renamed from its temp name in the work folder into done/ or failed/
+/// (`Spool.fileStaged`), the job file beside it, and its state file removed. On a busy disk each
+/// rename can wait milliseconds for a folder block under write I/O, which on the loop stalled
+/// every transfer. The status is written before (`temp`), the folders synced after.
+final class SpoolFiling: WorkerTask {
+    /// How the filing ended, read on the loop once the batch is back.
+    enum Ending {
+        case filed(Spool.Filed)
+        /// The job file left the work folder (hold, mv) or was replaced before it was filed:
+        /// nothing was moved and the staged status is gone.
+        case left
+        /// A step failed (ENOSPC, EIO): nothing was moved and the staged status is gone.
+        case failed(SystemError)
+    }
+
+    /// The job file in the work folder.
+    let source: String
+    let status: StatusRecord
+    let outcome: Spool.Outcome
+    /// Where the status is written first (in the work folder, beside the job file).
+    let temp: String
+    /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
+    private let claim: UInt64
+    private let folder: String
+    private let firstFree: Int?
+    private let statePath: String
+    private let crashPlan: CrashPlan?
+    /// The resume records left beside published files: removed once the status is in place
+    /// (recovery then completes the filing from the status), restored by the loop if the job left.
+    private let publishedRecords: [(folder: DirectoryHandle, name: String)]
+    private(set) var ending: Ending = .failed(SystemError(code: EINPROGRESS, operation: "file"))
+
+    init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
+         publishedRecords: [(folder: DirectoryHandle, name: String)]) {
+        self.source = source
+        self.status = status
+        self.outcome = outcome
+        self.claim = claim
+        temp = AtomicFile.tempPath(for: FileSystem.directoryName(of: source) + "/"
+                                   + Spool.statusName(forJob: FileSystem.baseName(of: source)))
+        folder = outcome == .done ? spool.done : spool.failed
+        firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
+        statePath = spool.statePath(for: FileSystem.baseName(of: source))
+        crashPlan = spool.crashPlan
+        self.publishedRecords = publishedRecords
+    }
+
+    func perform() -> SystemError? {
+        ending = file()
+        if case .failed(let error) = ending { return error }
+        return nil
+    }
+
+    private func file() -> Ending {
+        var inode = claim
+        if inode == 0 {
+            do {
+                inode = UInt64(try FileSystem.lstatus(source).st_ino)
+            } catch {
+                try? FileSystem.removeIfPresent(temp)
+                return error.code == ENOENT ? .left : .failed(error)
+            }
+        }
+        let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
+        do {
+            let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
+                for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
+            }
+            try? FileSystem.removeIfPresent(statePath)
+            return .filed(filed)
+        } catch {
+            try? FileSystem.removeIfPresent(temp)
+            let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
+            return error.code == ENOENT && !stillHere ? .left : .failed(error)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+@testable import DropFetch
+import Foundation
+import Testing
+
+/// The claim and the filing moves as the worker runs them (`SpoolClaim`, `SpoolFiling`): what they
+/// leave on disk and what they report back to the loop.
+@Suite("Spool steps on the worker")
+struct SpoolStepTests {
+    private func makeSpool() throws -> (Spool, String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("spool-steps-\(UUID().uuidString)").path
+        let spool = Spool(root: root, agentID: "a1", durable: true)
+        try spool.open()
+        return (spool, root)
+    }
+
+    private func drop(_ name: String, in root: String, body: String = "http://h/x\n") throws {
+        try body.write(toFile: root + "/inbox/" + name, atomically: false, encoding: .utf8)
+    }
+
+    private func record(_ job: String, _ state: StatusRecord.State = .done) -> StatusRecord {
+        StatusRecord(job: job, state: state, className: "default", priority: 0, agent: "a1", submitted: Timestamp.now())
+    }
+
+    @Test("a claim moves the job into work/<agent>/ and brings back its bytes and inode; a second one of the name gets x.1.url")
+    func claimReadsTheJob() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try drop("x.url", in: root, body: "http://h/x\n  out=a\n")
+        let first = SpoolClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20)
+        #expect(first.perform() == nil)
+        guard case .claimed(let name, let previous, .success(let contents)) = first.ending else {
+            Issue.record("not claimed: \(first.ending)")
+            return
+        }
+        #expect(name == "x.url")
+        #expect(previous == nil)
+        #expect(String(decoding: contents.bytes, as: UTF8.self) == "http://h/x\n  out=a\n")
+        #expect(contents.inode == UInt64(try FileSystem.lstatus(root + "/work/a1/x.url").st_ino))
+        #expect(!FileSystem.exists(root + "/inbox/x.url"))
+
+        try drop("x.url", in: root)
+        let second = SpoolClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20)
+        _ = second.perform()
+        guard case .claimed(let other, _, _) = second.ending else {
+            Issue.record("not claimed: \(second.ending)")
+            return
+        }
+        #expect(other == "x.1.url")
+    }
+
+    @Test("a job gone from the inbox (another agent took it) ends as gone, and nothing appears in work/")
+    func claimOfAGoneJob() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let claim = SpoolClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20)
+        #expect(claim.perform() == nil)
+        guard case .gone = claim.ending else {
+            Issue.record("expected gone: \(claim.ending)")
+            return
+        }
+        #expect(spool.ownJobs().isEmpty)
+    }
+
+    @Test("a filing puts the status and the job file in done/, removes the state file, and the next of the name gets x.1")
+    func filingMovesBoth() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for round in 0..<2 {
+            try drop("x.url", in: root)
+            let name = try #require(try spool.claim(.init(relativePath: "x.url", modified: 0)))
+            try "{}".write(toFile: spool.statePath(for: name), atomically: false, encoding: .utf8)
+            let status = record("x.url")
+            let filing = SpoolFiling(status, as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [])
+            try AtomicFile.writeTemp(status.encoded(), at: filing.temp, mode: 0o644, durable: false)
+            #expect(filing.perform() == nil)
+            guard case .filed(let filed) = filing.ending else {
+            Issue.record("not filed: \(filing.ending)")
+            return
+        }
+            spool.noteFiled(filed)
+            #expect(filed.jobPath == root + (round == 0 ? "/done/x.url" : "/done/x.1.url"))
+            #expect(!FileSystem.exists(spool.statePath(for: name)))
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
+        #expect(names == ["x.1.status.json", "x.1.url", "x.status.json", "x.url"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spool.work).filter { !$0.hasPrefix(".lock") }.isEmpty)
+    }
+
+    @Test("a job file replaced under its name after the claim is not filed: the filing ends as left and removes its status")
+    func filingOfAReplacedJob() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try drop("x.url", in: root)
+        let name = try #require(try spool.claim(.init(relativePath: "x.url", modified: 0)))
+        let claimed = UInt64(try FileSystem.lstatus(spool.work + "/" + name).st_ino)
+        // Held, then another job dropped straight into the work folder under the same name.
+        try FileSystem.rename(spool.work + "/" + name, to: spool.hold + "/" + name)
+        try "http://h/other\n".write(toFile: spool.work + "/" + name, atomically: false, encoding: .utf8)
+        let status = record("x.url", .failed)
+        let filing = SpoolFiling(status, as: .failed, from: spool.work + "/" + name, claim: claimed, in: spool, publishedRecords: [])
+        try AtomicFile.writeTemp(status.encoded(), at: filing.temp, mode: 0o644, durable: false)
+        #expect(filing.perform() == nil)
+        guard case .left = filing.ending else {
+            Issue.record("expected left: \(filing.ending)")
+            return
+        }
+        #expect(FileSystem.exists(spool.work + "/" + name))
+        #expect(!FileSystem.exists(filing.temp))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/failed").isEmpty)
+    }
+}
