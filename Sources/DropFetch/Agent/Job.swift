@@ -6,6 +6,8 @@ final class Job {
         case queued
         /// A transfer runs, under this easy-handle key.
         case running(key: Int)
+        /// Its output name is being taken on a worker (`PartReservation`).
+        case reserving
         /// Set aside until this monotonic time: a retry, free space, or a name's owner.
         case waiting(until: Int64, reason: WaitReason)
         /// The transfer is over and its data is being made durable and given its final name (GroupCommit).

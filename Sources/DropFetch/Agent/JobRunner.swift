@@ -47,40 +47,76 @@ final class JobRunner: AgentPart {
 
     private func start(_ entry: Scheduler.Entry) {
         guard let job = table.job(entry.unit.job), !job.downloads[entry.unit.download].isFinished else { return }
+        if job.downloads[entry.unit.download].part == nil { return reserve(entry, job) }
+        begin(entry, job)
+    }
+
+    /// Takes the download's output name on the spool-steps worker (`PartReservation`); the
+    /// download holds its place in `admission` meanwhile and starts once the name is back. A job
+    /// that left meanwhile keeps the `.part` only if it waits in hold/ or the inbox.
+    private func reserve(_ entry: Scheduler.Entry, _ job: Job) {
+        let index = entry.unit.download
+        let reservation: PartReservation
+        switch names.reservation(for: job.downloads[index], of: job) {
+        case .success(let made): reservation = made
+        case .failure(let failure): return endDownload(job, index, failure: failure)
+        }
+        job.downloads[index].phase = .reserving
+        admission.started(host: entry.host, className: entry.className)
+        context.spoolSteps.sync([.task(reservation)]) { [self] _ in
+            admission.finished(host: entry.host, className: entry.className)
+            guard table.job(job.id) === job, job.downloads[index].phase == .reserving else {
+                let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
+                return reservation.release(keeping: place == .hold || place == .inbox
+                                           || FileSystem.exists(spool.work + "/" + job.workName))
+            }
+            job.downloads[index].phase = .queued
+            took(reservation.choice, entry, job)
+        }
+    }
+
+    /// Goes on from a reservation: starts the transfer on the part taken, or files, waits or fails.
+    private func took(_ choice: OutputNames.NameChoice, _ entry: Scheduler.Entry, _ job: Job) {
         let index = entry.unit.download
         var download = job.downloads[index]
-        if download.part == nil {
-            switch names.reservePart(for: download, of: job) {
-            case .reserved(let part):
-                download.part = part
-                // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
-                // that wrote the data.
-                if !download.beginsAttempt, part.size > 0 {
-                    download.mirror = min(part.record.mirror, download.spec.urls.count - 1)
-                }
-                download.status.file = part.finalPath
-            case .published(let file, let bytes, let sha256, let record):
-                download.publishedRecord = record
-                download.status.file = file
-                download.status.bytes = bytes
-                download.status.sha256 = sha256
-                download.status.state = .done
-                download.status.error = nil
-                download.phase = .finished
-                job.downloads[index] = download
-                logger.info("found the finished file of an earlier run", metadata: ["job": "\(job.record.job)", "file": "\(file)"])
-                return job.isFinished ? filer.fileJob(job) : filer.saveState(job)
-            case .ownerBusy(let owner):
-                let due = MonotonicClock.now() + 2000
-                download.phase = .waiting(until: due, reason: .nameOwner)
-                job.downloads[index] = download
-                logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
-                return scheduler.enqueue(entry, due: due)
-            case .failed(let failure):
-                job.downloads[index] = download
-                return endDownload(job, index, failure: failure)
+        switch choice {
+        case .reserved(let part):
+            download.part = part
+            // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
+            // that wrote the data.
+            if !download.beginsAttempt, part.size > 0 {
+                download.mirror = min(part.record.mirror, download.spec.urls.count - 1)
             }
+            download.status.file = part.finalPath
+            job.downloads[index] = download
+            // Stopping: the part waits, with its record, for the next start.
+            if context.acceptsWork { begin(entry, job) }
+        case .published(let file, let bytes, let sha256, let record):
+            download.publishedRecord = record
+            download.status.file = file
+            download.status.bytes = bytes
+            download.status.sha256 = sha256
+            download.status.state = .done
+            download.status.error = nil
+            download.phase = .finished
+            job.downloads[index] = download
+            logger.info("found the finished file of an earlier run", metadata: ["job": "\(job.record.job)", "file": "\(file)"])
+            return job.isFinished ? filer.fileJob(job) : filer.saveState(job)
+        case .ownerBusy(let owner):
+            let due = MonotonicClock.now() + 2000
+            download.phase = .waiting(until: due, reason: .nameOwner)
+            job.downloads[index] = download
+            logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
+            return scheduler.enqueue(entry, due: due)
+        case .failed(let failure):
+            return endDownload(job, index, failure: failure)
         }
+    }
+
+    /// Starts the transfer of a download whose `.part` is taken.
+    private func begin(_ entry: Scheduler.Entry, _ job: Job) {
+        let index = entry.unit.download
+        var download = job.downloads[index]
         guard let part = download.part else { return }
         if table.runningCount == 0 { lastStateRefresh = MonotonicClock.now() }
         // The state on disk learns the routing folder at the first start (after a crash the

@@ -28,70 +28,47 @@ final class OutputNames: AgentPart {
 
     /// Picks and takes the output name under `on_conflict` (docs/spool.md, invariant 6): a name
     /// whose `.part` another job owns is never written; `rename` takes the next free one, `fail`
-    /// fails with `exists`, `overwrite` waits for the owner.
-    func reservePart(for download: Job.Download, of job: Job) -> NameChoice {
-        let folder: DirectoryHandle
+    /// fails with `exists`, `overwrite` waits for the owner. What is done here, on the loop, is
+    /// only the destination root's lookup; the rest is the returned `PartReservation`'s, run on a
+    /// worker (each creation there takes the folder's lock and can wait for its blocks).
+    func reservation(for download: Job.Download, of job: Job) -> Result<PartReservation, Failure> {
         let subfolder: String
+        let root: DirectoryHandle
         do {
             subfolder = try download.spec.subfolder(in: destinationPath(of: job)) ?? ""
         } catch {
-            return .failed(Failure(.invalidJob, "\(job.record.job): \(error)"))
+            return .failure(Failure(.invalidJob, "\(job.record.job): \(error)"))
         }
         do {
-            folder = try destinationRoot(of: job).descend(subfolder, create: true)
+            root = try destinationRoot(of: job)
         } catch {
-            let kind: ErrorKind = error.code == ELOOP || error.code == ENOTDIR || error.code == EINVAL
-                ? .invalidJob : (error.isNoSpace ? .noSpace : .internal)
-            return .failed(Failure(kind, "cannot use the folder for dir=\(download.spec.dir ?? ""): \(error)"))
+            return .failure(OutputNames.folderFailure(error, dir: download.spec.dir))
         }
-        let name = download.spec.out ?? FileName.fromURL(download.spec.urls[0])
-        do {
-            for candidate in OutputNames.variants(of: name) {
-                if let final = try folder.status(candidate) {
-                    if try isPublished(candidate, final, in: folder, by: job) {
-                        // Under `digest: none` the status file has no SHA-256 and none of the file is read.
-                        let sha256 = config.digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
-                        let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
-                        let record = (folder, recordName, PartFile.readRecord(recordName, in: folder))
-                        return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
-                                          record: record)
-                    }
-                    switch config.onConflict {
-                    case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
-                    case .rename: continue
-                    case .overwrite: break
-                    }
-                }
-                switch try PartFile.reserve(candidate, in: folder, for: job.owner, mode: config.fileMode, durable: config.fsync) {
-                case .ours(let part):
-                    return .reserved(part)
-                case .taken(let owner):
-                    switch config.onConflict {
-                    case .rename: continue
-                    case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(owner) (on_conflict: fail)"))
-                    case .overwrite: return .ownerBusy(owner)
-                    }
-                }
-            }
-        } catch {
-            return .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
-        }
-        return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
+        return .success(PartReservation(
+            root: root, subfolder: subfolder, dir: download.spec.dir,
+            name: download.spec.out ?? FileName.fromURL(download.spec.urls[0]), owner: job.owner,
+            onConflict: config.onConflict, digest: config.digest, mode: config.fileMode, durable: config.fsync))
     }
 
-    /// Whether `name` is this job's own published file: its `.part` is gone and the record left
+    static func folderFailure(_ error: SystemError, dir: String?) -> Failure {
+        let kind: ErrorKind = error.code == ELOOP || error.code == ENOTDIR || error.code == EINVAL
+            ? .invalidJob : (error.isNoSpace ? .noSpace : .internal)
+        return Failure(kind, "cannot use the folder for dir=\(dir ?? ""): \(error)")
+    }
+
+    /// Whether `name` is the published file of `owner`: its `.part` is gone and the record left
     /// beside the name says this job wrote the file with that inode.
-    private func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by job: Job) throws(SystemError) -> Bool {
+    static func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by owner: PartOwner) throws(SystemError) -> Bool {
         let partName = PartFile.partName(for: name)
         guard try folder.status(partName) == nil,
               let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder),
-              record.isOwned(by: job.owner), record.part == UInt64(final.st_ino),
+              record.isOwned(by: owner), record.part == UInt64(final.st_ino),
               (final.st_mode & S_IFMT) == S_IFREG else { return false }
         return true
     }
 
     /// The lower-case hex SHA-256 of the `final.st_size` bytes of file `name`.
-    private static func sha256(of name: String, _ final: stat, in folder: DirectoryHandle) throws(SystemError) -> String {
+    static func sha256(of name: String, _ final: stat, in folder: DirectoryHandle) throws(SystemError) -> String {
         let file = try folder.open(name, flags: O_RDONLY)
         let digest = Digest(.sha256)
         try digest.update(from: file, length: Int64(final.st_size))
