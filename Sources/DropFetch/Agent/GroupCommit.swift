@@ -7,8 +7,9 @@ import Glibc
 /// looks long for a free inode (ext4 without a journal skips recently deleted ones).
 ///
 /// One batch is in flight at a time; what is asked for meanwhile forms the next one, so batches
-/// grow with the load. With `fsync: false`, or if the worker cannot start, a request is done
-/// inline and completes at once (without syncs in the first case).
+/// grow with the load. With `fsync: false` the syncs are left out (a request of syncs only
+/// completes at once) and files are still created on the worker; if the worker cannot start,
+/// requests are done inline.
 final class GroupCommit {
     /// Something to make durable.
     enum Target {
@@ -96,9 +97,7 @@ final class GroupCommit {
     }
 
     private enum State {
-        /// Requests complete at once (`fsync: false`).
-        case off
-        /// Requests are synced inline: the worker could not be started.
+        /// Requests are done inline: the worker could not be started.
         case inline
         case idle(SyncWorker)
         case syncing(SyncWorker, Round)
@@ -115,13 +114,12 @@ final class GroupCommit {
     private(set) var syncs = 0
 
     private let onWorkerFailure: (SystemError) -> Void
+    /// False with `fsync: false`: syncs are skipped, files are still created on the worker.
+    private let durable: Bool
 
     init(durable: Bool, onWorkerFailure: @escaping (SystemError) -> Void) {
         self.onWorkerFailure = onWorkerFailure
-        guard durable else {
-            state = .off
-            return
-        }
+        self.durable = durable
         do {
             state = .idle(try SyncWorker())
         } catch {
@@ -134,7 +132,7 @@ final class GroupCommit {
     var descriptor: Int32? {
         switch state {
         case .idle(let worker), .syncing(let worker, _): return worker.descriptor
-        case .off, .inline: return nil
+        case .inline: return nil
         }
     }
 
@@ -149,16 +147,13 @@ final class GroupCommit {
 
     /// Runs `then` once every target is done and durable, with the first error if one failed.
     func sync(_ targets: [Target], then: @escaping Completion) {
+        let targets = durable ? targets : targets.filter { !$0.isSync }
+        // Nothing to do (syncs under `fsync: false`): the step goes on at once.
+        guard !targets.isEmpty else { return then(nil) }
         switch state {
-        case .off:
-            var failure: SystemError?
-            for target in targets where failure == nil && !target.isSync {
-                failure = SyncWorker.perform(target.workerTarget(durable: false))
-            }
-            then(failure)
         case .inline:
             var failure: SystemError?
-            for target in targets where failure == nil { failure = SyncWorker.perform(target.workerTarget(durable: true)) }
+            for target in targets where failure == nil { failure = SyncWorker.perform(target.workerTarget(durable: durable)) }
             syncs += targets.count
             then(failure)
         case .idle, .syncing:
@@ -174,14 +169,14 @@ final class GroupCommit {
         batches += 1
         syncs += round.targets.count
         do {
-            try worker.submit(SyncWorker.Batch(targets: round.targets.map { $0.workerTarget(durable: true) }))
+            try worker.submit(SyncWorker.Batch(targets: round.targets.map { $0.workerTarget(durable: durable) }))
             state = .syncing(worker, round)
         } catch {
             // The worker is out of reach: this batch and all later ones are synced here.
             onWorkerFailure(error)
             state = .inline
             for waiter in round.waiters {
-                let failure = waiter.targets.lazy.compactMap { SyncWorker.perform(round.targets[$0].workerTarget(durable: true)) }.first
+                let failure = waiter.targets.lazy.compactMap { SyncWorker.perform(round.targets[$0].workerTarget(durable: self.durable)) }.first
                 waiter.then(failure)
             }
         }

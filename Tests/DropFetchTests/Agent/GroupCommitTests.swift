@@ -33,18 +33,29 @@ struct GroupCommitTests {
         #expect(poll(&entry, 1, 10_000) == 1, "the batch did not come back within 10 s")
     }
 
-    @Test("with fsync off a step goes on at once, without a worker")
+    @Test("with fsync off a step of syncs only goes on at once; a file to create still goes to the worker")
     func offCompletesAtOnce() throws {
         let (folder, files, path) = try Self.files(1)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let commit = GroupCommit(durable: false) { _ in Issue.record("no worker should start") }
+        let commit = GroupCommit(durable: false) { error in Issue.record("worker: \(error)") }
         var ran = false
         commit.sync([.file(files[0]), .folder(folder)]) { error in
             #expect(error == nil)
             ran = true
         }
-        #expect(ran)
-        #expect(commit.descriptor == nil && commit.isIdle)
+        #expect(ran && commit.isIdle && commit.syncs == 0)
+        // A file to create still goes to the worker, and is written there.
+        var created = false
+        commit.sync([.data(files[0]), .newFile(path: path + "/status.json", bytes: Array("{}".utf8), mode: 0o644)]) { error in
+            #expect(error == nil)
+            created = true
+        }
+        #expect(!created && !commit.isIdle)
+        commit.flush()
+        #expect(commit.batches == 1 && commit.syncs == 1, "only the file: \(commit.syncs)")
+        try Self.collect(commit)
+        #expect(created)
+        #expect(try String(contentsOfFile: path + "/status.json", encoding: .utf8) == "{}")
     }
 
     @Test("requests of one turn form one batch; a folder shared by two steps is synced once; steps wait for the batch")
