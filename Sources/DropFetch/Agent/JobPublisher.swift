@@ -1,8 +1,9 @@
 import Glibc
 
 /// Gives a complete `.part` its final name through the group commit: data durable → folder checked
-/// to be still below the destination root → rename under `on_conflict` → folder durable; then the
-/// job is filed or its state saved. No fsync runs on the loop thread.
+/// to be still below the destination root → rename under `on_conflict` (both on the spool-steps
+/// worker, `PartPublication`) → folder durable; then the job is filed or its state saved. No fsync
+/// and no rename runs on the loop thread.
 final class JobPublisher: AgentPart {
     let context: AgentContext
     unowned var runner: JobRunner!
@@ -17,7 +18,7 @@ final class JobPublisher: AgentPart {
         job.downloads[index].phase = .publishing
         context.groupCommit.sync([.file(part.file)]) { [self] error in
             guard isPublishing(part, of: job, index) else { return }
-            if let error { return failed(job, index, result, Failure(JobPublisher.kind(of: error), error.description)) }
+            if let error { return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description)) }
             crashPlan?.reach(.dataComplete)
             rename(part, result, job, index)
         }
@@ -34,29 +35,25 @@ final class JobPublisher: AgentPart {
            let header = result.contentDisposition, let name = FileName.fromContentDisposition(header) {
             target = name
         }
-        do throws(Failure) {
-            do {
-                guard try names.destinationRoot(of: job).stillContains(part.folder) else {
-                    throw Failure(.invalidJob, "\(part.folder.path) was moved or replaced while in use; not published into")
-                }
-                switch config.onConflict {
-                case .overwrite:
-                    try part.folder.rename(part.name, to: target)
-                case .fail:
-                    try part.folder.moveNoReplace(part.name, to: part.folder, as: target)
-                case .rename:
-                    target = try publishUnderFreeName(part, preferring: target)
-                }
-            } catch let error as SystemError {
-                throw Failure(JobPublisher.kind(of: error), error.description)
-            } catch let failure as Failure {
-                throw failure
-            } catch {
-                throw Failure(.internal, "\(error)")
-            }
+        let root: DirectoryHandle
+        do {
+            root = try names.destinationRoot(of: job)
         } catch {
-            return failed(job, index, result, error)
+            return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description))
         }
+        let publication = PartPublication(part, as: target, below: root, onConflict: config.onConflict)
+        context.spoolSteps.sync([.task(publication)]) { [self] _ in
+            // Held or cancelled meanwhile: the file keeps its record, which proves it is the job's.
+            guard isPublishing(part, of: job, index) else { return }
+            switch publication.ending {
+            case .published(let target): syncFolder(part, as: target, result, job, index)
+            case .failed(let failure): failed(job, index, result, failure)
+            }
+        }
+    }
+
+    /// The published name made durable (the folder's fsync), then the download is done.
+    private func syncFolder(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int) {
         context.groupCommit.sync([.folder(part.folder)]) { [self] error in
             guard isPublishing(part, of: job, index) else { return }
             // The file has its name: a retry would write into it, so a failed sync is reported, not retried.
@@ -88,22 +85,5 @@ final class JobPublisher: AgentPart {
     private func failed(_ job: Job, _ index: Int, _ result: TransferResult, _ failure: Failure) {
         runner.endAttempt(job, index, TransferFailure(failure: failure, httpStatus: result.httpStatus, retryAfter: nil,
                                                       bytes: result.bytes, resumedFrom: result.resumedFrom))
-    }
-
-    private static func kind(of error: SystemError) -> ErrorKind {
-        error.code == EEXIST ? .exists : (error.isNoSpace ? .noSpace : .internal)
-    }
-
-    /// `on_conflict: rename`: the first of `x.iso`, `x.1.iso`, … that is free (renameat2 without replacing).
-    private func publishUnderFreeName(_ part: PartFile, preferring name: String) throws(SystemError) -> String {
-        for candidate in OutputNames.variants(of: name) {
-            do {
-                try part.folder.moveNoReplace(part.name, to: part.folder, as: candidate)
-                return candidate
-            } catch where error.code == EEXIST {
-                continue
-            }
-        }
-        throw SystemError(code: EEXIST, operation: "rename", path: part.finalPath)
     }
 }

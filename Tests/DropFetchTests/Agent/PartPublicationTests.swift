@@ -1,0 +1,70 @@
+@testable import DropFetch
+import Foundation
+import Testing
+
+/// A complete `.part` given its final name as the worker does it (`PartPublication`), under each
+/// `on_conflict`, and refused when its folder was moved away from below the destination.
+@Suite("Publishing on the worker")
+struct PartPublicationTests {
+    /// A destination with `a.bin` already there, and a reserved `.part` of `a.bin` in `sub/` holding "new".
+    private func makePart() throws -> (DirectoryHandle, PartFile, String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("publish-\(UUID().uuidString)").path
+        let root = try DirectoryHandle.openRoot(path, create: true)
+        let folder = try root.descend("sub", create: true)
+        try "old".write(toFile: path + "/sub/a.bin", atomically: false, encoding: .utf8)
+        guard case .ours(let part) = try PartFile.reserve("a.bin", in: folder, for: PartOwner(job: "x.url", claim: 1),
+                                                          mode: 0o644, durable: false) else {
+            throw SystemError(code: EEXIST, operation: "reserve")
+        }
+        try "new".write(toFile: part.path, atomically: false, encoding: .utf8)
+        return (root, part, path)
+    }
+
+    private func publish(_ part: PartFile, below root: DirectoryHandle, _ policy: Config.ConflictPolicy) -> PartPublication.Ending {
+        let publication = PartPublication(part, as: "a.bin", below: root, onConflict: policy)
+        #expect(publication.perform() == nil)
+        return publication.ending
+    }
+
+    private func read(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
+
+    @Test("rename takes the next free name and leaves the old file; overwrite replaces it; fail fails with exists")
+    func underEachPolicy() throws {
+        let (root, part, path) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard case .published(let name) = publish(part, below: root, .rename) else {
+            Issue.record("not published under rename")
+            return
+        }
+        #expect(name == "a.1.bin")
+        #expect(read(path + "/sub/a.1.bin") == "new" && read(path + "/sub/a.bin") == "old")
+        #expect(!FileSystem.exists(part.path))
+
+        let (root2, part2, path2) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path2) }
+        guard case .failed(let failure) = publish(part2, below: root2, .fail) else {
+            Issue.record("published under fail")
+            return
+        }
+        #expect(failure.kind == .exists)
+        #expect(read(path2 + "/sub/a.bin") == "old" && FileSystem.exists(part2.path))
+        guard case .published("a.bin") = publish(part2, below: root2, .overwrite) else {
+            Issue.record("not published under overwrite")
+            return
+        }
+        #expect(read(path2 + "/sub/a.bin") == "new")
+    }
+
+    @Test("a folder moved away from below the destination is not published into")
+    func movedFolder() throws {
+        let (root, part, path) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try FileSystem.rename(path + "/sub", to: path + "/elsewhere")
+        guard case .failed(let failure) = publish(part, below: root, .overwrite) else {
+            Issue.record("published into a moved folder")
+            return
+        }
+        #expect(failure.kind == .invalidJob)
+        #expect(read(path + "/elsewhere/a.bin") == "old")
+    }
+}
