@@ -268,9 +268,14 @@ public final class Agent {
             spool.removeStaleTemporaries()
         }
         if !options.once, config.scanInterval > .zero, now >= Agent.adding(lastScan, config.scanInterval) {
-            lastScan = now
-            recovery.recover()
-            intake.scanInbox()
+            // Recovery admits the names it finds in work/: not while a claim on its way back has
+            // put one there. New claims wait for it, so it runs as soon as those are back.
+            intake.holdsClaims = intake.claimsInFlight > 0
+            if !intake.holdsClaims {
+                lastScan = now
+                recovery.recover()
+                intake.scanInbox()
+            }
         }
     }
 

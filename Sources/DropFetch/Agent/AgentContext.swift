@@ -18,11 +18,14 @@ final class AgentContext {
     let table = JobTable()
     /// Where fsyncs wait to be done together, off the loop thread.
     let groupCommit: GroupCommit
-    /// Where claims and the renames of filings run, off the loop thread, on a worker of their own
-    /// so that they never wait behind a batch of fsyncs (with `fsync: false` too).
-    let spoolSteps: GroupCommit
-    /// Both, in the order the loop serves them.
-    var workers: [GroupCommit] { [groupCommit, spoolSteps] }
+    /// Where claims and reservations of output names run, off the loop thread: what a new
+    /// transfer waits for, on a worker of its own so that it never queues behind the work of
+    /// finishing jobs or a batch of fsyncs (with `fsync: false` too).
+    let startSteps: GroupCommit
+    /// Where publishing renames and filing moves run, off the loop thread.
+    let finishSteps: GroupCommit
+    /// All three, in the order the loop serves them.
+    var workers: [GroupCommit] { [groupCommit, startSteps, finishSteps] }
     /// False once a stop was asked for: nothing new is indexed or started.
     var acceptsWork = true
 
@@ -40,8 +43,12 @@ final class AgentContext {
         groupCommit = GroupCommit(durable: config.fsync) { error in
             logger.warning("fsyncs run on the event loop: the sync worker cannot be used: \(error)")
         }
-        spoolSteps = GroupCommit(durable: true) { error in
-            logger.warning("claims and filings run on the event loop: their worker cannot be used: \(error)")
+        // At the loop's priority: a new transfer waits for it, where the others may be left behind.
+        startSteps = GroupCommit(durable: true, nice: 0) { error in
+            logger.warning("claims run on the event loop: their worker cannot be used: \(error)")
+        }
+        finishSteps = GroupCommit(durable: true) { error in
+            logger.warning("filings run on the event loop: their worker cannot be used: \(error)")
         }
         metrics = config.metricsFile.map {
             MetricsFile(path: Agent.absolute($0), agent: agentID, spoolRoot: spool.root, holdFolder: spool.hold, logger: logger)

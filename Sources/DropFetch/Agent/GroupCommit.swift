@@ -117,11 +117,11 @@ final class GroupCommit {
     /// False with `fsync: false`: syncs are skipped, files are still created on the worker.
     private let durable: Bool
 
-    init(durable: Bool, onWorkerFailure: @escaping (SystemError) -> Void) {
+    init(durable: Bool, nice: Int32 = 10, onWorkerFailure: @escaping (SystemError) -> Void) {
         self.onWorkerFailure = onWorkerFailure
         self.durable = durable
         do {
-            state = .idle(try SyncWorker())
+            state = .idle(try SyncWorker(nice: nice))
         } catch {
             onWorkerFailure(error)
             state = .inline

@@ -60,7 +60,7 @@ final class JobFiler: AgentPart {
                 try? FileSystem.removeIfPresent(filing.temp)
                 return filingFailed(job, record, error)
             }
-            context.spoolSteps.sync([.task(filing)]) { [self] _ in
+            context.finishSteps.sync([.task(filing)]) { [self] _ in
                 switch filing.ending {
                 case .filed(let filed):
                     spool.noteFiled(filed)
@@ -107,7 +107,7 @@ final class JobFiler: AgentPart {
         announce(record, filedAt: filed)
         context.metrics?.filed(record)
         table.remove(job)
-        if table.isEmpty, intake.inbox.count == 0, let idle = config.hooks.onIdle {
+        if table.isEmpty, intake.inbox.count == 0, intake.claimsInFlight == 0, let idle = config.hooks.onIdle {
             context.hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
         }
     }

@@ -79,7 +79,7 @@ final class JobIntake: AgentPart {
                                limit: config.limits.maxJobFileSize)
         runner.admission.started(host: entry.host, className: entry.className)
         claimsInFlight += 1
-        context.spoolSteps.sync([.task(claim)]) { [self] _ in
+        context.startSteps.sync([.task(claim)]) { [self] _ in
             runner.admission.finished(host: entry.host, className: entry.className)
             claimsInFlight -= 1
             defer { if claimsInFlight == 0 { departedDuringClaims.removeAll() } }
@@ -102,6 +102,8 @@ final class JobIntake: AgentPart {
 
     /// Claims sent to the worker and not back yet.
     private(set) var claimsInFlight = 0
+    /// No new claim is sent: a rescan waits for those in flight.
+    var holdsClaims = false
     /// Names that left the work folder while claims were in flight, before any job had them.
     private var departedDuringClaims: Set<String> = []
 

@@ -1,7 +1,7 @@
 import Glibc
 
 /// Gives a complete `.part` its final name through the group commit: data durable → folder checked
-/// to be still below the destination root → rename under `on_conflict` (both on the spool-steps
+/// to be still below the destination root → rename under `on_conflict` (both on the finish-steps
 /// worker, `PartPublication`) → folder durable; then the job is filed or its state saved. No fsync
 /// and no rename runs on the loop thread.
 final class JobPublisher: AgentPart {
@@ -42,19 +42,36 @@ final class JobPublisher: AgentPart {
             return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description))
         }
         let publication = PartPublication(part, as: target, below: root, onConflict: config.onConflict)
-        context.spoolSteps.sync([.task(publication)]) { [self] _ in
-            // Held or cancelled meanwhile: the file keeps its record, which proves it is the job's.
-            guard isPublishing(part, of: job, index) else { return }
+        publications[ObjectIdentifier(part)] = publication
+        context.finishSteps.sync([.task(publication)]) { [self] _ in
+            // Held meanwhile: the file keeps its record, which proves it is the job's (`discard` for a cancel).
+            guard isPublishing(part, of: job, index) else {
+                publications[ObjectIdentifier(part)] = nil
+                return
+            }
             switch publication.ending {
             case .published(let target): syncFolder(part, as: target, result, job, index)
-            case .failed(let failure): failed(job, index, result, failure)
+            case .failed(let failure):
+                publications[ObjectIdentifier(part)] = nil
+                failed(job, index, result, failure)
             }
         }
+    }
+
+    /// Publications on their way, by part, until the published name is durable.
+    private var publications: [ObjectIdentifier: PartPublication] = [:]
+
+    /// Removes the data of a download whose job left while it was being published and is not
+    /// kept (cancelled, deleted): after the rename on its way, under the published name too.
+    func discard(_ part: PartFile) {
+        let publication = publications.removeValue(forKey: ObjectIdentifier(part))
+        context.finishSteps.sync([.task(PartRemoval(part, publication: publication))]) { _ in }
     }
 
     /// The published name made durable (the folder's fsync), then the download is done.
     private func syncFolder(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int) {
         context.groupCommit.sync([.folder(part.folder)]) { [self] error in
+            publications[ObjectIdentifier(part)] = nil
             guard isPublishing(part, of: job, index) else { return }
             // The file has its name: a retry would write into it, so a failed sync is reported, not retried.
             if let error { logger.error("the name of \(part.folder.path)/\(target) may not survive a power cut: \(error)") }

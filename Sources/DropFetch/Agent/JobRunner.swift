@@ -31,6 +31,8 @@ final class JobRunner: AgentPart {
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if entry.unit.download == Scheduler.Unit.wholeJob {
+                // A rescan waits for the claims in flight (Agent.housekeeping).
+                guard !intake.holdsClaims else { return scheduler.enqueue(entry) }
                 intake.claimCandidate(entry)
             } else {
                 start(entry)
@@ -51,7 +53,7 @@ final class JobRunner: AgentPart {
         begin(entry, job)
     }
 
-    /// Takes the download's output name on the spool-steps worker (`PartReservation`); the
+    /// Takes the download's output name on the start-steps worker (`PartReservation`); the
     /// download holds its place in `admission` meanwhile and starts once the name is back. A job
     /// that left meanwhile keeps the `.part` only if it waits in hold/ or the inbox.
     private func reserve(_ entry: Scheduler.Entry, _ job: Job) {
@@ -63,12 +65,12 @@ final class JobRunner: AgentPart {
         }
         job.downloads[index].phase = .reserving
         admission.started(host: entry.host, className: entry.className)
-        context.spoolSteps.sync([.task(reservation)]) { [self] _ in
+        context.startSteps.sync([.task(reservation)]) { [self] _ in
             admission.finished(host: entry.host, className: entry.className)
             guard table.job(job.id) === job, job.downloads[index].phase == .reserving else {
                 let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
-                return reservation.release(keeping: place == .hold || place == .inbox
-                                           || FileSystem.exists(spool.work + "/" + job.workName))
+                let claimedAgain = (try? FileSystem.lstatus(spool.work + "/" + job.workName)).map { UInt64($0.st_ino) == job.owner.claim }
+                return reservation.release(keeping: place == .hold || place == .inbox || claimedAgain == true)
             }
             job.downloads[index].phase = .queued
             took(reservation.choice, entry, job)
@@ -316,8 +318,8 @@ final class JobRunner: AgentPart {
     /// job is still in the spool (held, released); it goes when the job was cancelled or deleted.
     func jobLeftWorkFolder(_ workName: String) {
         // A job being filed leaves by its own move; one moved away meanwhile is seen by the filing.
-        guard let job = table.job(workName: workName) else { return intake.departed(workName) }
-        guard !table.isCommitting(job) else { return }
+        intake.departed(workName)
+        guard let job = table.job(workName: workName), !table.isCommitting(job) else { return }
         // Our own filing, or a new job already claimed under the same name.
         if FileSystem.exists(spool.work + "/" + workName) { return }
         for (transfer, unit) in table.transfers(of: job) {
@@ -334,7 +336,10 @@ final class JobRunner: AgentPart {
         let place = spool.whereIs(job: job.record.job, workName: workName, folder: job.record.folder ?? "")
         let keep = place == .hold || place == .inbox
         if !keep {
-            for download in job.downloads { download.part?.discard() }
+            for download in job.downloads {
+                guard let part = download.part else { continue }
+                if download.phase == .publishing { publisher.discard(part) } else { part.discard() }
+            }
         }
         logger.info("job left the work folder, transfers stopped", metadata: [
             "job": "\(job.record.job)", "now_in": "\(place?.rawValue ?? "nowhere")",
@@ -346,7 +351,10 @@ final class JobRunner: AgentPart {
     /// After a config reload: jobs that have not started take the new classes and priorities,
     /// and the queue is re-sorted (running and started jobs keep theirs).
     func requeueUnstarted() {
-        for job in table.allJobs where job.record.started == nil {
+        // A job whose output name is taken (or being taken) keeps its class: its `.part` lies in
+        // that class's destination, and its admission place was counted under it.
+        for job in table.allJobs where job.record.started == nil
+            && !job.downloads.contains(where: { $0.part != nil || $0.phase == .reserving }) {
             guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
             job.record.className = found?.name ?? "default"
             job.record.priority = job.spec.priority ?? found?.priority ?? 0

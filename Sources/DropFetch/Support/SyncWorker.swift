@@ -54,7 +54,9 @@ final class SyncWorker {
     /// Becomes readable when a batch is back (for curl_multi_poll(3)'s extra descriptors).
     var descriptor: Int32 { responses.read }
 
-    init() throws(SystemError) {
+    /// `nice` is the worker thread's niceness (setpriority(2) of the thread): 10 for throughput
+    /// work that must yield to the loop, 0 for steps a new transfer waits for.
+    init(nice: Int32 = 10) throws(SystemError) {
         requests = try SyncWorker.makePipe()
         do {
             responses = try SyncWorker.makePipe()
@@ -64,12 +66,12 @@ final class SyncWorker {
             throw error
         }
         _ = fcntl(responses.read, F_SETFL, fcntl(responses.read, F_GETFL) | O_NONBLOCK)
-        let ends = WorkerEnds(requests: requests.read, responses: responses.write)
+        let ends = WorkerEnds(requests: requests.read, responses: responses.write, nice: nice)
         let context = Unmanaged.passRetained(ends).toOpaque()
         var handle = pthread_t()
         let status = pthread_create(&handle, nil, { raw in
             let ends = Unmanaged<WorkerEnds>.fromOpaque(raw!).takeRetainedValue()
-            SyncWorker.work(requests: ends.requests, responses: ends.responses)
+            SyncWorker.work(requests: ends.requests, responses: ends.responses, nice: ends.nice)
             return nil
         }, context)
         guard status == 0 else {
@@ -121,10 +123,10 @@ final class SyncWorker {
     }
 
     /// The worker's loop: take a batch, sync each target, send it back; end when the pipe closes.
-    /// It runs at a lower priority than the loop (nice 10), whose turns it must not delay on a
-    /// busy machine: the worker wants throughput, the loop short turns.
-    private static func work(requests: Int32, responses: Int32) {
-        _ = dfl_set_thread_nice(10)
+    /// A worker for throughput runs at a lower priority than the loop (nice 10), whose turns it
+    /// must not delay on a busy machine.
+    private static func work(requests: Int32, responses: Int32, nice: Int32) {
+        _ = dfl_set_thread_nice(nice)
         while true {
             var pointer: UInt = 0
             let count = Glibc.read(requests, &pointer, MemoryLayout<UInt>.size)
@@ -168,10 +170,12 @@ final class SyncWorker {
     private final class WorkerEnds: @unchecked Sendable {
         let requests: Int32
         let responses: Int32
+        let nice: Int32
 
-        init(requests: Int32, responses: Int32) {
+        init(requests: Int32, responses: Int32, nice: Int32) {
             self.requests = requests
             self.responses = responses
+            self.nice = nice
         }
     }
 }

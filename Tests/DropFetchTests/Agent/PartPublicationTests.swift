@@ -67,4 +67,30 @@ struct PartPublicationTests {
         #expect(failure.kind == .invalidJob)
         #expect(read(path + "/elsewhere/a.bin") == "old")
     }
+
+    @Test("a job cancelled while publishing loses the file it published and the record; a file of another inode under the name stays")
+    func removalAfterPublishing() throws {
+        let (root, part, path) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let publication = PartPublication(part, as: "a.bin", below: root, onConflict: .rename)
+        _ = publication.perform()
+        guard case .published("a.1.bin") = publication.ending else {
+            Issue.record("not published: \(publication.ending)")
+            return
+        }
+        #expect(PartRemoval(part, publication: publication).perform() == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path + "/sub") == ["a.bin"])
+        #expect(read(path + "/sub/a.bin") == "old")
+
+        let (root2, part2, path2) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path2) }
+        let overwriting = PartPublication(part2, as: "a.bin", below: root2, onConflict: .overwrite)
+        _ = overwriting.perform()
+        // Replaced by someone else before the removal ran: not the part's file any more.
+        try FileManager.default.removeItem(atPath: path2 + "/sub/a.bin")
+        try "theirs".write(toFile: path2 + "/sub/a.bin", atomically: false, encoding: .utf8)
+        _ = PartRemoval(part2, publication: overwriting).perform()
+        #expect(read(path2 + "/sub/a.bin") == "theirs")
+        #expect(!FileSystem.exists(path2 + "/sub/" + part2.recordName))
+    }
 }
