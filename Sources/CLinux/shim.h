@@ -36,6 +36,15 @@ static inline int dfl_set_thread_nice(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }
 
+#include <sched.h>
+
+/// SCHED_BATCH for the calling thread (sched_setscheduler(2) with pid 0 acts on the caller alone):
+/// the scheduler does not let it preempt others when it wakes up (glibc names it under _GNU_SOURCE).
+static inline int dfl_set_thread_batch(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    return sched_setscheduler(0, 3 /* SCHED_BATCH */, &param);
+}
+
 #include <spawn.h>
 
 /// posix_spawn_file_actions_addclosefrom_np(3), glibc 2.34+: the child closes every descriptor

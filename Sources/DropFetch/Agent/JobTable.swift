@@ -12,6 +12,8 @@ final class JobTable {
     }
 
     private var jobs: [Int: (job: Job, state: State)] = [:]
+    /// Ids of the jobs in `.filing`: the loop looks at these every turn, not at every job.
+    private var failedFilings: Set<Int> = []
     private var idsByWorkName: [String: Int] = [:]
     /// Running transfers by easy-handle key.
     private var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
@@ -36,12 +38,14 @@ final class JobTable {
 
     func add(_ job: Job) {
         jobs[job.id] = (job, .active)
+        failedFilings.remove(job.id)
         idsByWorkName[job.workName] = job.id
     }
 
     /// Forgets a job that was filed or left the work folder; its transfers must be ended first.
     func remove(_ job: Job) {
         jobs[job.id] = nil
+        failedFilings.remove(job.id)
         // A job filed moments ago may share its work name with one claimed since.
         if idsByWorkName[job.workName] == job.id { idsByWorkName[job.workName] = nil }
     }
@@ -71,6 +75,7 @@ final class JobTable {
     func committing(_ job: Job) {
         let failures = filingFailures(of: job)
         jobs[job.id]?.state = .committing(failures: failures)
+        failedFilings.remove(job.id)
     }
 
     func isCommitting(_ job: Job) -> Bool {
@@ -81,6 +86,7 @@ final class JobTable {
     /// A job whose filing failed waits here, with the record to file, for `retryAt`.
     func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
         jobs[job.id] = (job, .filing(record, retryAt: retryAt, failures: filingFailures(of: job) + 1))
+        failedFilings.insert(job.id)
     }
 
     func filingFailures(of job: Job) -> Int {
@@ -92,16 +98,16 @@ final class JobTable {
 
     /// Jobs whose filing is due again at `now`, with their records.
     func filingDue(now: Int64) -> [(job: Job, record: StatusRecord)] {
-        jobs.values.compactMap { entry in
-            if case .filing(let record, let due, _) = entry.state, due <= now { return (entry.job, record) }
-            return nil
+        failedFilings.compactMap { id in
+            guard let entry = jobs[id], case .filing(let record, let due, _) = entry.state, due <= now else { return nil }
+            return (entry.job, record)
         }
     }
 
     var nextFilingDue: Int64? {
-        jobs.values.compactMap { entry in
-            if case .filing(_, let due, _) = entry.state { return due }
-            return nil
+        failedFilings.compactMap { id in
+            guard case .filing(_, let due, _)? = jobs[id]?.state else { return nil }
+            return due
         }.min()
     }
 

@@ -126,6 +126,8 @@ final class SyncWorker {
     /// A worker for throughput runs at a lower priority than the loop (nice 10), whose turns it
     /// must not delay on a busy machine.
     private static func work(requests: Int32, responses: Int32, nice: Int32) {
+        // A batch thread: waking it (the loop writing a batch's pointer) does not preempt the loop.
+        _ = dfl_set_thread_batch()
         _ = dfl_set_thread_nice(nice)
         while true {
             var pointer: UInt = 0

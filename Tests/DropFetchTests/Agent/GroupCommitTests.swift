@@ -162,19 +162,21 @@ struct GroupCommitTests {
         #expect(commit.syncs == 1)
     }
 
-    /// The nice values of this process's threads (field 19 of /proc/self/task/<tid>/stat).
-    static func threadNiceValues() -> [Int] {
+    /// The nice value and scheduling policy of each of this process's threads (fields 19 and 41 of
+    /// /proc/self/task/<tid>/stat).
+    static func threadSchedules() -> [(nice: Int, policy: Int)] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.compactMap { tid in
             guard let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
                   let close = stat.lastIndex(of: ")") else { return nil }
-            // After "pid (comm)" come the fields from 3 (state) on: nice is field 19.
+            // After "pid (comm)" come the fields from 3 (state) on.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 16 ? Int(fields[16]) : nil
+            guard fields.count > 38, let nice = Int(fields[16]), let policy = Int(fields[38]) else { return nil }
+            return (nice, policy)
         }
     }
 
-    @Test("the sync worker thread runs at nice 10, so that it yields to the loop on a busy machine")
+    @Test("the sync worker thread runs at nice 10 under SCHED_BATCH, so that it yields to the loop and never preempts it on waking")
     func workerRunsNiced() throws {
         let (folder, _, path) = try Self.files(0)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -183,7 +185,9 @@ struct GroupCommitTests {
         commit.sync([.folder(folder)]) { #expect($0 == nil) }
         commit.flush()
         try Self.collect(commit)
-        #expect(Self.threadNiceValues().contains(10), "thread nice values: \(Self.threadNiceValues())")
+        let schedules = Self.threadSchedules()
+        #expect(schedules.contains { $0.nice == 10 && $0.policy == 3 /* SCHED_BATCH */ }, "threads (nice, policy): \(schedules)")
+        #expect(sched_getscheduler(0) == 0, "the calling thread left SCHED_OTHER")
         #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == 0, "the process itself was reniced")
     }
 }
