@@ -1,18 +1,9 @@
 import CLinux
 import Glibc
 
-/// File-system work that a loop step hands to the `SyncWorker` whole, because its renames and
-/// creations can wait milliseconds for a folder's blocks under write I/O (a filing). `perform`
-/// runs on the worker thread: it touches only what the task holds, and keeps its result for the
-/// step's completion, which reads it on the loop once the batch is back.
-protocol WorkerTask: AnyObject {
-    /// Does the work; nil when it succeeded.
-    func perform() -> SystemError?
-}
-
-/// A thread that runs batches of fsync(2) and fdatasync(2), and creates the files whose inode
-/// allocation can take milliseconds, for the event loop, so that neither blocks a loop turn
-/// (group commit, docs/architecture.md).
+/// A thread that runs batches of fsync(2) and fdatasync(2), creates the files whose inode
+/// allocation can take milliseconds, and runs `WorkerTask`s (claims, reservations, renames), for
+/// the event loop, so that none of them blocks a loop turn (group commit, docs/architecture.md).
 ///
 /// A batch goes to the worker and comes back through two pipes as a retained pointer: the loop
 /// does not touch a batch between `submit` and `completed`, the worker not before or after; the
