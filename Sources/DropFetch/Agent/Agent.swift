@@ -145,7 +145,7 @@ public final class Agent {
             if case .running = state { runner.startRunnable() }
             if case .stopping = state, table.runningCount == 0, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
-            // What this turn asked to make durable goes to the sync worker as one batch.
+            // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
             for worker in context.workers { worker.flush() }
             do {
                 context.metrics?.loopStall.end()

@@ -161,13 +161,17 @@ final class Spool {
 
     /// First step of filing, planned: where the status file for the job file at `source` is staged,
     /// a temp name in `staging` (default: done/ or failed/). The caller writes it there
-    /// (`stageStatus`, or the group commit's `newFile`); `fileStaged` puts it in place once durable.
+    /// (`stageStatus`); `fileStaged` puts it in place once durable.
     func planStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
                     stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
         let sourceInode = UInt64(try FileSystem.lstatus(source).st_ino)
-        let folder = staging ?? (outcome == .done ? done : failed)
-        let temp = AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
+        let temp = Spool.stagedStatusPath(for: source, in: staging ?? (outcome == .done ? done : failed))
         return StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: sourceInode)
+    }
+
+    /// The temp name in `folder` under which the status of the job file at `source` is staged.
+    static func stagedStatusPath(for source: String, in folder: String) -> String {
+        AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
     }
 
     /// First step of filing, done here: the planned status written (O_EXCL) and, when the spool is
@@ -188,8 +192,8 @@ final class Spool {
     /// cleans up is then no longer needed by recovery, which completes the filing from the status.
     func fileStaged(_ staged: StagedStatus, from source: String, statusWritten: () -> Void = {}) throws(SystemError) -> String {
         let folder = staged.outcome == .done ? done : failed
-        let key = folder + "/" + staged.status.job
-        let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: nextRecordNumber[key],
+        let filed = try Spool.fileStaged(staged, from: source, into: folder,
+                                         firstFree: knownFreeRecordNumber(for: staged.status.job, in: folder),
                                          crashPlan: crashPlan, statusWritten: statusWritten)
         noteFiled(filed)
         return filed.jobPath

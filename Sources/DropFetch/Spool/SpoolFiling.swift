@@ -39,8 +39,7 @@ final class SpoolFiling: WorkerTask {
         self.status = status
         self.outcome = outcome
         self.claim = claim
-        temp = AtomicFile.tempPath(for: FileSystem.directoryName(of: source) + "/"
-                                   + Spool.statusName(forJob: FileSystem.baseName(of: source)))
+        temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
         folder = outcome == .done ? spool.done : spool.failed
         firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
         statePath = spool.statePath(for: FileSystem.baseName(of: source))
