@@ -53,6 +53,8 @@ public final class Agent {
     private var configWatcher: ConfigWatcher?
     private var workWatcher: WorkFolderWatcher?
     private var state = State.running
+    /// Nanoseconds a loop turn gives to the ready steps of all workers together.
+    static let readyStepsBudget: Int64 = 2_000_000
     /// Calls `options.progress`; nil without an observer.
     private var progress: ProgressReporter?
     /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
@@ -141,6 +143,7 @@ public final class Agent {
                                configWatcher?.fileDescriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
         var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         context.metrics?.loopStall.begin()
+        var turn = 0
         while true {
             if case .running = state { runner.startRunnable() }
             if case .stopping = state, table.runningCount == 0, context.workers.allSatisfy(\.isIdle) { break }
@@ -161,10 +164,12 @@ public final class Agent {
             for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
-            for worker in context.workers {
-                if isReady(worker.descriptor) { worker.collect() }
-                worker.runReadySteps()
-            }
+            let workers = context.workers
+            for worker in workers where isReady(worker.descriptor) { worker.collect() }
+            // One budget for the ready steps of all workers, each first in turn, keeps the turn short.
+            let stepsDeadline = MonotonicClock.nanoseconds() + Agent.readyStepsBudget
+            for index in workers.indices { workers[(index + turn) % workers.count].runReadySteps(until: stepsDeadline) }
+            turn &+= 1
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {

@@ -48,7 +48,8 @@ final class GroupCommit {
             case .replacedFile(let path, let bytes):
                 return SyncWorker.Target(action: .replace(bytes: bytes, mode: 0o644), path: path)
             case .task(let task):
-                return SyncWorker.Target(action: .run(task), path: "\(type(of: task))")
+                // A task names its own files in its errors; its type's name would cost a demangling.
+                return SyncWorker.Target(action: .run(task), path: "")
             }
         }
 
@@ -197,9 +198,16 @@ final class GroupCommit {
     /// Runs ready steps, in order, until `budget` nanoseconds have passed (at least one runs);
     /// the rest wait for the next loop turn. A step that asks for syncs adds to the next batch.
     func runReadySteps(budget: Int64 = 2_000_000) {
-        let deadline = MonotonicClock.nanoseconds() + budget
+        runReadySteps(until: MonotonicClock.nanoseconds() + budget)
+    }
+
+    /// Runs ready steps, in order, until the `deadline` on CLOCK_MONOTONIC (at least one runs).
+    /// Each step's closure is released as it runs, so what it held (a job, its files) is freed
+    /// within the budget, not all at once when the list empties.
+    func runReadySteps(until deadline: Int64) {
         while readyHead < ready.count {
             let step = ready[readyHead]
+            ready[readyHead] = ({ _ in }, nil)
             readyHead += 1
             step.then(step.error)
             if MonotonicClock.nanoseconds() >= deadline { break }

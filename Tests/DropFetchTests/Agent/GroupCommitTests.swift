@@ -124,6 +124,28 @@ struct GroupCommitTests {
         #expect(order == [0, 1, 2] && !commit.hasReadySteps && commit.isIdle)
     }
 
+    @Test("a ready step's captures are freed as it runs, not when the last of the batch has run")
+    func stepReleasedAsItRuns() throws {
+        let (_, files, path) = try Self.files(2)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        final class Held {}
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        weak var first: Held?
+        do {
+            let held = Held()
+            first = held
+            commit.sync([.data(files[0])]) { _ in _ = held }
+        }
+        commit.sync([.data(files[1])]) { _ in }
+        commit.flush()
+        try Self.awaitBatch(commit)
+        commit.collect()
+        #expect(first != nil, "held by its step until it runs")
+        commit.runReadySteps(budget: 0)
+        #expect(commit.hasReadySteps, "the second step still waits")
+        #expect(first == nil, "the first step's captures went with it")
+    }
+
     @Test("the worker creates a new file with its bytes, once the batch is sent")
     func newFileOnTheWorker() throws {
         let (_, _, path) = try Self.files(1)
