@@ -185,7 +185,7 @@ public final class Agent {
             progress?.reportIfDue(now: now, running: table.runningCount) {
                 ProgressReporter.snapshot(of: table, queued: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount)
             }
-            context.metrics?.writeIfDue(now: now, metricsGauges)
+            context.metrics?.writeIfDue(now: now, metricsGauges, on: context.finishSteps)
             notifier?.turn {
                 ServiceNotifier.Counts(queued: runner.scheduler.readyCount, active: table.runningCount,
                                        waiting: runner.scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))

@@ -102,42 +102,51 @@ final class MetricsFile {
     }
 
     /// Writes the file (and the counters) when something changed and the last write is a second old.
-    func writeIfDue(now: Int64, _ gauges: Gauges) {
+    func writeIfDue(now: Int64, _ gauges: Gauges, on worker: GroupCommit? = nil) {
         guard let due = nextWrite(gauges), now >= due else { return }
-        write(now: now, gauges)
+        write(now: now, gauges, on: worker)
     }
 
-    /// Writes the counters, then the file, whatever changed.
-    func write(now: Int64, _ gauges: Gauges) {
+    /// Writes the counters, then the file, whatever changed: on the `worker` when there is one
+    /// (the loop goes on meanwhile), here otherwise and at the end of a run.
+    func write(now: Int64, _ gauges: Gauges, on worker: GroupCommit? = nil) {
         lastWrite = now
         changed = false
         writtenGauges = gauges
         let total = counters
-        attempt(countersPath, now: now, what: "metrics counters") {
-            try AtomicFile.write(total.encoded(), to: countersPath, durable: false)
+        let agent = agent
+        let stall = loopStall.longest(at: LoopStall.now())
+        let task = MetricsWrite(counters: total.encoded(), countersPath: countersPath, path: path, holdFolder: holdFolder) {
+            MetricsFile.text(agent: agent, total, gauges, held: $0, stall: stall)
         }
-        let held = SpoolStatus.heldCount(in: holdFolder)
-        attempt(path, now: now, what: "metrics_file") {
-            try AtomicFile.write(Array(text(total, gauges, held: held).utf8), to: path, durable: false)
+        guard let worker else {
+            _ = task.perform()
+            return report(task, now: now)
         }
+        worker.sync([.task(task)]) { [self] _ in report(task, now: MonotonicClock.now()) }
     }
 
-    /// Runs one write; a failure warns once an hour at most, a recovery says so once.
-    private func attempt(_ target: String, now: Int64, what: String, _ body: () throws -> Void) {
-        do {
-            try body()
-            if warnedAt.removeValue(forKey: target) != nil {
-                logger.info("\(what) written again", metadata: ["file": "\(target)"])
+    /// Warns about a failing write once an hour at most, and says once when it works again.
+    private func report(_ task: MetricsWrite, now: Int64) {
+        for outcome in task.outcomes {
+            guard let error = outcome.error else {
+                if warnedAt.removeValue(forKey: outcome.path) != nil {
+                    logger.info("\(outcome.what) written again", metadata: ["file": "\(outcome.path)"])
+                }
+                continue
             }
-        } catch {
-            if let last = warnedAt[target], now - last < MetricsFile.warningInterval { return }
-            warnedAt[target] = now
-            logger.warning("cannot write \(what); next warning in an hour at the earliest",
-                           metadata: ["file": "\(target)", "error": "\(error)"])
+            if let last = warnedAt[outcome.path], now - last < MetricsFile.warningInterval { continue }
+            warnedAt[outcome.path] = now
+            logger.warning("cannot write \(outcome.what); next warning in an hour at the earliest",
+                           metadata: ["file": "\(outcome.path)", "error": "\(error)"])
         }
     }
 
     func text(_ counters: MetricsCounters, _ gauges: Gauges, held: Int) -> String {
+        MetricsFile.text(agent: agent, counters, gauges, held: held, stall: loopStall.longest(at: LoopStall.now()))
+    }
+
+    static func text(agent: String, _ counters: MetricsCounters, _ gauges: Gauges, held: Int, stall: Double) -> String {
         let label = "agent=\"\(MetricsFile.labelValue(agent))\""
         var lines: [String] = []
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
@@ -167,7 +176,7 @@ final class MetricsFile {
         metric("dropfetch_held_jobs", "gauge", "Jobs in hold/.", [("", "\(held)")])
         metric("dropfetch_loop_stall_seconds", "gauge",
                "The longest turn of the event loop (its work between two waits) over the last minute.",
-               [("", "\(loopStall.longest(at: LoopStall.now()))")])
+               [("", "\(stall)")])
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -56,6 +56,26 @@ import Testing
         #expect(metrics.nextWrite(gauges) == nil, "the same bytes change nothing")
     }
 
+    @Test("written on a worker: the files appear once its batch is back, with the held jobs counted there")
+    func writtenOnAWorker() throws {
+        let root = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(FileManager.default.createFile(atPath: root + "/hold/x.url", contents: Data()))
+        let metrics = Self.metrics(root)
+        let worker = GroupCommit(durable: false) { error in Issue.record("worker: \(error)") }
+        metrics.retried()
+        metrics.writeIfDue(now: 0, MetricsFile.Gauges(active: 2, ready: 0, waiting: 0, inbox: 0), on: worker)
+        #expect(!FileManager.default.fileExists(atPath: root + "/m.prom"), "handed to the worker, not written here")
+        worker.flush()
+        try GroupCommitTests.collect(worker)
+        let text = try String(contentsOfFile: root + "/m.prom", encoding: .utf8)
+        #expect(text.contains(#"dropfetch_held_jobs{agent="a\"b"} 1"#), "\(text)")
+        #expect(text.contains(#"dropfetch_transfers_active{agent="a\"b"} 2"#))
+        #expect(text.contains(#"dropfetch_retries_total{agent="a\"b"} 1"#))
+        let counters = try #require(FileManager.default.contents(atPath: root + "/.metrics.a\"b.json"))
+        #expect(MetricsCounters.decode(Array(counters))?.retries == 1)
+    }
+
     @Test("the text: build_info, counters, last success, gauges, labels escaped")
     func text() {
         let metrics = Self.metrics("/nowhere")
