@@ -62,16 +62,26 @@ final class FileDigester {
         _ = join()
     }
 
-    /// Tells the worker that the file now holds `size` valid bytes.
+    /// Tells the worker that the file now holds `size` valid bytes; a sleeping worker is woken once
+    /// `wakeStep` bytes wait for it (or at `finish`), not for each write of the transfer.
     func advance(to size: Int64) {
         shared.watermark.store(size, ordering: .sequentiallyConsistent)
-        if shared.sleeping.load(ordering: .sequentiallyConsistent) { wake() }
+        if size - wokenAt >= FileDigester.wakeStep, shared.sleeping.load(ordering: .sequentiallyConsistent) {
+            wokenAt = size
+            wake()
+        }
     }
+
+    /// Bytes that wait for a sleeping worker before it is woken: each wake-up costs two system calls
+    /// and two context switches, and a write of the transfer brings at most 256 KiB.
+    static let wakeStep: Int64 = 4 << 20
+    /// The watermark when the worker was last woken.
+    private var wokenAt: Int64 = 0
 
     /// Waits for the worker to hash the first `size` bytes and returns the lower-case hex digest of
     /// each algorithm.
     func finish(size: Int64) -> Result<[Checksum.Algorithm: String], SystemError> {
-        advance(to: size)
+        shared.watermark.store(size, ordering: .sequentiallyConsistent)
         return join() ?? .failure(SystemError(code: EIO, operation: "hash (worker ended early)", path: shared.file.path))
     }
 
@@ -84,7 +94,13 @@ final class FileDigester {
         return shared.result
     }
 
+    /// Wake-ups sent to the worker (read by the tests).
+    private(set) var wakeups = 0
+    /// Whether the worker is asleep on its eventfd, or about to be (read by the tests).
+    var isSleeping: Bool { shared.sleeping.load(ordering: .sequentiallyConsistent) }
+
     private func wake() {
+        wakeups += 1
         var one: UInt64 = 1
         _ = Glibc.write(shared.wakeup.rawValue, &one, 8)
     }

@@ -31,6 +31,24 @@ struct FileDigesterTests {
         #expect(result[.md5] == md5.finalize())
     }
 
+    @Test("a sleeping worker is woken once per few megabytes of new data, not for every write")
+    func wokenPerStepNotPerWrite() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("digest-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let data = TestHTTPServer.randomBytes(12 << 20, seed: 72)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(data)))
+        let digester = try FileDigester(file: FileDescriptor.open(path, flags: O_RDONLY), algorithms: [.sha256], available: 0)
+        let write = 64 << 10
+        for size in stride(from: write, through: data.count, by: write) {
+            // Each write finds the worker asleep, as it is when it keeps up with the transfer.
+            let deadline = Date().addingTimeInterval(10)
+            while !digester.isSleeping, Date() < deadline { usleep(100) }
+            digester.advance(to: Int64(size))
+        }
+        #expect(digester.wakeups <= data.count / Int(FileDigester.wakeStep), "\(digester.wakeups) wake-ups for \(data.count / write) writes")
+        #expect(try digester.finish(size: Int64(data.count)).get()[.sha256] == TestHTTPServer.sha256Hex(data))
+    }
+
     @Test("a digester given up mid-way stops without hashing the rest")
     func cancelledDigesterEnds() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("digest-\(UUID().uuidString)").path
