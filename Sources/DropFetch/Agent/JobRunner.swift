@@ -61,7 +61,7 @@ final class JobRunner: AgentPart {
         let reservation: PartReservation
         switch names.reservation(for: job.downloads[index], of: job) {
         case .success(let made): reservation = made
-        case .failure(let failure): return endDownload(job, index, failure: failure)
+        case .failure(let failure): return reservationFailed(job, index, failure)
         }
         job.downloads[index].phase = .reserving
         admission.started(host: entry.host, className: entry.className)
@@ -111,8 +111,20 @@ final class JobRunner: AgentPart {
             logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
             return scheduler.enqueue(entry, due: due)
         case .failed(let failure):
-            return endDownload(job, index, failure: failure)
+            return reservationFailed(job, index, failure)
         }
+    }
+
+    /// A name that could not be taken: a full disk is waited out like a transfer's (`no_space`,
+    /// whatever `retry.attempts` says); anything else fails the download.
+    private func reservationFailed(_ job: Job, _ index: Int, _ failure: Failure) {
+        guard failure.kind == .noSpace else { return endDownload(job, index, failure: failure) }
+        // It counts as an attempt, so that the waits back off as a transfer's do.
+        if job.downloads[index].beginsAttempt {
+            job.downloads[index].attempt += 1
+            job.downloads[index].beginsAttempt = false
+        }
+        endAttempt(job, index, TransferFailure(failure: failure, httpStatus: nil, retryAfter: nil, bytes: 0, resumedFrom: 0))
     }
 
     /// Starts the transfer of a download whose `.part` is taken.

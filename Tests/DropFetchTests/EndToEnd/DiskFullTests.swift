@@ -97,6 +97,40 @@ struct DiskFullTests {
         #expect(fixture.destinationNames() == ["big.bin", "small.bin"])
     }
 
+    @Test("a destination too full to take the name (its resume record): the job waits with no_space, then is done")
+    func fullDiskBeforeTheName() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(20_000, seed: 9_700)
+        server.serve("/f.bin", body: body)
+        let fixture = try SpoolFixture()
+        let disk = try TmpfsMount(at: fixture.destination, size: "1m")
+        defer { disk.unmount(); withExtendedLifetime(fixture) {} }
+        // Not one block left: the `.part` can be created, its resume record cannot be written.
+        let filler = fixture.destination + "/filler"
+        let descriptor = open(filler, O_WRONLY | O_CREAT, 0o644)
+        #expect(descriptor >= 0)
+        let zeros = [UInt8](repeating: 0, count: 4096)
+        while write(descriptor, zeros, zeros.count) > 0 {}
+        #expect(errno == ENOSPC)
+        close(descriptor)
+
+        try fixture.startDaemon()
+        try fixture.drop("f.url", server.url("/f.bin") + "\n")
+        #expect(try waitUntil { Self.stateError(fixture, "f.url")?.kind == .noSpace }, "\(fixture.log)")
+        // Waited out past retry.attempts (3), never failed, nothing fetched meanwhile.
+        #expect(try waitUntil { fixture.log.components(separatedBy: "no_space").count > 5 }, "\(fixture.log)")
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "work/test-agent") == ["f.url"])
+        #expect(server.requests(to: "/f.bin").isEmpty)
+
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["f.url"] }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+        #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
+        #expect(fixture.downloaded("f.bin") == body)
+        #expect(fixture.destinationNames() == ["f.bin"])
+    }
+
     @Test("filing that fails (done/ on another file system: EXDEV) is retried, never lost; --once exits 3; a later run files it")
     func failedFilingIsRetried() throws {
         let server = try TestHTTPServer()
