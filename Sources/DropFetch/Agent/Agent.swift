@@ -227,7 +227,8 @@ public final class Agent {
         }
         if table.hasFilingFailures { return .spoolUnusable }
         if filer.handledFailure { return .failed }
-        if !table.isEmpty || intake.inbox.unsettledCount > 0 { return .retriesPending }
+        // A job still indexed in the inbox waits for a claim that failed to be tried again.
+        if !table.isEmpty || intake.inbox.unsettledCount > 0 || intake.inbox.count > 0 { return .retriesPending }
         return .success
     }
 

@@ -89,16 +89,36 @@ final class JobIntake: AgentPart {
                 if departedDuringClaims.contains(workName), !FileSystem.exists(spool.work + "/" + workName) {
                     return logger.info("job left the work folder as it was claimed", metadata: ["job": "\(workName)"])
                 }
+                claimFailures[candidate.path] = nil
                 logger.debug("claimed \(candidate.path)")
                 admit(workName: workName, jobName: previous?.job ?? claim.entry.name, folder: claim.entry.folder,
                       previous: previous, arrival: candidate.arrival, contents: contents)
             case .gone:
-                break
+                claimFailures[candidate.path] = nil
             case .failed(let error):
-                logger.error("cannot claim \(candidate.path): \(error)")
+                retryClaim(candidate, entry, error)
             }
         }
     }
+
+    /// A claim that failed (EIO, EACCES, EROFS…) leaves the job in the inbox: it is indexed again
+    /// and tried after a delay that doubles up to a minute, so `run --once` neither ends as if
+    /// it were done nor spins on a broken folder.
+    private func retryClaim(_ candidate: InboxIndex.Candidate, _ entry: Scheduler.Entry, _ error: SystemError) {
+        let failures = (claimFailures[candidate.path] ?? 0) + 1
+        claimFailures[candidate.path] = failures
+        let delay = Int64(1000) << min(failures - 1, 6)
+        logger.error("cannot claim \(candidate.path), trying again in \(delay / 1000) s: \(error)")
+        guard !inbox.contains(candidate.path) else { return }
+        let id = table.makeID()
+        inbox.add(candidate.path, id: id, arrival: candidate.arrival)
+        var retry = entry
+        retry.unit = Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob)
+        runner.scheduler.enqueue(retry, due: MonotonicClock.now() + delay)
+    }
+
+    /// Failed claims in a row, by inbox path (the delay before the next try grows with them).
+    private var claimFailures: [String: Int] = [:]
 
     /// Claims sent to the worker and not back yet.
     private(set) var claimsInFlight = 0
