@@ -154,6 +154,7 @@ public final class Agent {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
                 context.metrics?.loopStall.begin()
+                context.receiveBudget.beginTurn(running: table.runningCount) { table.transfer(key: $0) }
                 bandwidth.resumeThrottledTransfers()
                 try multi.perform()
             } catch {
@@ -255,7 +256,7 @@ public final class Agent {
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
-        if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort { return 0 }
+        if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort || context.receiveBudget.hasPaused { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
     }
 

@@ -16,6 +16,8 @@ final class AgentContext {
     var metrics: MetricsFile?
     /// Every job this agent owns and every transfer it runs.
     let table = JobTable()
+    /// How much each loop turn may receive.
+    let receiveBudget = ReceiveBudget()
     /// Where fsyncs wait to be done together, off the loop thread.
     let groupCommit: GroupCommit
     /// Where claims and reservations of output names run, off the loop thread: what a new

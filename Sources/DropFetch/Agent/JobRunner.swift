@@ -166,6 +166,7 @@ final class JobRunner: AgentPart {
         let transfer: Transfer
         do {
             transfer = try Transfer(request, part: part, crashPlan: crashPlan)
+            transfer.receiveBudget = context.receiveBudget
             try multi.add(transfer.easy)
         } catch let refused as TransferFailure {
             job.downloads[index] = download

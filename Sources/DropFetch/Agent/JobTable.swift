@@ -57,6 +57,9 @@ final class JobTable {
         jobs[unit.job]?.job.downloads[unit.download].phase = .running(key: transfer.easy.key)
     }
 
+    /// The running transfer under `key`.
+    func transfer(key: Int) -> Transfer? { transfers[key]?.transfer }
+
     /// The transfer under `key`, forgotten; its download's phase is for the caller to set.
     func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
         transfers.removeValue(forKey: key)

@@ -53,6 +53,12 @@ final class Transfer {
     /// delivers the same bytes again once the agent resumes it. Nil costs an unlimited transfer
     /// nothing but this check.
     var admit: ((Int) -> Bool)?
+    /// The loop turn's share of receiving (`ReceiveBudget`), asked before `admit`: bytes it
+    /// refuses come again in the next turn, so no bandwidth is counted for them twice.
+    var receiveBudget: ReceiveBudget?
+    /// The turn of `receivedInTurn`, and the bytes taken in it (kept by `ReceiveBudget`).
+    var receivedTurn = 0
+    var receivedInTurn = 0
 
     /// Prepares the request for the data `part` still lacks; does not start it. Data that no
     /// validator can vouch for, or that the record does not count as durable, is cut off first.
@@ -403,6 +409,7 @@ private let transferWriteCallback: dfc_data_callback = { pointer, size, count, c
     guard let pointer, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
+    if let budget = transfer.receiveBudget, !budget.admit(transfer, bytes: length) { return Int(CURL_WRITEFUNC_PAUSE) }
     if let admit = transfer.admit, !admit(length) { return Int(CURL_WRITEFUNC_PAUSE) }
     return transfer.receiveBody(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
 }
