@@ -84,6 +84,10 @@ final class JobRunner: AgentPart {
         switch choice {
         case .reserved(let part):
             download.part = part
+            // Its checkpoints rewrite the record on the loop; the replaced one is closed on a worker.
+            part.releaseReplacedRecord = { [weak context] replaced in
+                context?.finishSteps.sync([.task(DescriptorRelease(replaced))]) { _ in }
+            }
             // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
             // that wrote the data.
             if !download.beginsAttempt, part.size > 0 {

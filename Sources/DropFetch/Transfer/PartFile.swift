@@ -25,6 +25,9 @@ final class PartFile {
     var size: Int64
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
+    /// Takes the record a rewrite replaced, still open, to close it elsewhere (off the event loop:
+    /// freeing its blocks can wait for the disk); nil frees it here.
+    var releaseReplacedRecord: ((FileDescriptor) -> Void)?
 
     var recordName: String { ResumeRecord.name(forPart: name) }
     var path: String { folder.path + "/" + name }
@@ -257,6 +260,8 @@ final class PartFile {
         let temp = recordTempName
         try? folder.removeIfPresent(temp)
         let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        // The record about to be replaced, held open so that its blocks are not freed by the rename.
+        let replaced = releaseReplacedRecord == nil ? nil : try? folder.open(recordName, flags: O_RDONLY)
         do {
             try file.write(record.encoded())
             try folder.rename(temp, to: recordName)
@@ -264,6 +269,7 @@ final class PartFile {
             try? folder.removeIfPresent(temp)
             throw error
         }
+        if let replaced { releaseReplacedRecord?(replaced) }
     }
 
     /// Gives up the data and the name: the part and its record are removed.
