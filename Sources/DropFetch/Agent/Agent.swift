@@ -53,8 +53,6 @@ public final class Agent {
     private var configWatcher: ConfigWatcher?
     private var workWatcher: WorkFolderWatcher?
     private var state = State.running
-    /// Nanoseconds a loop turn gives to the ready steps of all workers together.
-    static let readyStepsBudget: Int64 = 2_000_000
     /// Calls `options.progress`; nil without an observer.
     private var progress: ProgressReporter?
     /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
@@ -168,7 +166,7 @@ public final class Agent {
             let workers = context.workers
             for worker in workers where isReady(worker.descriptor) { worker.collect() }
             // One budget for the ready steps of all workers, each first in turn, keeps the turn short.
-            let stepsDeadline = MonotonicClock.nanoseconds() + Agent.readyStepsBudget
+            let stepsDeadline = MonotonicClock.nanoseconds() + GroupCommit.readyStepsBudget
             for index in workers.indices { workers[(index + turn) % workers.count].runReadySteps(until: stepsDeadline) }
             turn &+= 1
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }

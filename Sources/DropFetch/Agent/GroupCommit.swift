@@ -195,9 +195,12 @@ final class GroupCommit {
         flush()
     }
 
+    /// Nanoseconds a loop turn gives to ready steps (of all workers together, in the loop).
+    static let readyStepsBudget: Int64 = 2_000_000
+
     /// Runs ready steps, in order, until `budget` nanoseconds have passed (at least one runs);
     /// the rest wait for the next loop turn. A step that asks for syncs adds to the next batch.
-    func runReadySteps(budget: Int64 = 2_000_000) {
+    func runReadySteps(budget: Int64 = GroupCommit.readyStepsBudget) {
         runReadySteps(until: MonotonicClock.nanoseconds() + budget)
     }
 

@@ -142,10 +142,6 @@ final class MetricsFile {
         }
     }
 
-    func text(_ counters: MetricsCounters, _ gauges: Gauges, held: Int) -> String {
-        MetricsFile.text(agent: agent, counters, gauges, held: held, stall: loopStall.longest(at: LoopStall.now()))
-    }
-
     static func text(agent: String, _ counters: MetricsCounters, _ gauges: Gauges, held: Int, stall: Double) -> String {
         let label = "agent=\"\(MetricsFile.labelValue(agent))\""
         var lines: [String] = []

@@ -78,12 +78,12 @@ import Testing
 
     @Test("the text: build_info, counters, last success, gauges, labels escaped")
     func text() {
-        let metrics = Self.metrics("/nowhere")
         var counters = MetricsCounters()
         counters.jobs = ["done": 3]
         counters.receivedBytes = ["default": 10, "iso": 5]
         counters.lastSuccess = 1_795_400_000
-        let text = metrics.text(counters, MetricsFile.Gauges(active: 1, ready: 2, waiting: 3, inbox: 4), held: 5)
+        let text = MetricsFile.text(agent: "a\"b", counters, MetricsFile.Gauges(active: 1, ready: 2, waiting: 3, inbox: 4),
+                                    held: 5, stall: 0)
         #expect(text.contains(#"dropfetch_build_info{agent="a\"b",version="\#(DropFetchVersion.string)"} 1"#))
         #expect(text.contains(#"dropfetch_jobs_total{agent="a\"b",state="done"} 3"#))
         #expect(text.contains(#"dropfetch_jobs_total{agent="a\"b",state="cancelled"} 0"#))

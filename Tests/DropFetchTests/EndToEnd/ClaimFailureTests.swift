@@ -11,7 +11,7 @@ import Testing
 struct ClaimFailureTests {
     /// `inbox/sub/x.url` exists twice: in the inbox's own folder, and in another folder
     /// bind-mounted over it, where the agent sees it and cannot claim it.
-    static func hiddenBehindMount(_ fixture: SpoolFixture, _ content: String) throws -> BindMount {
+    private static func hiddenBehindMount(_ fixture: SpoolFixture, _ content: String) throws -> BindMount {
         try fixture.drop("x.url", content, folder: "sub")
         let elsewhere = fixture.spool + "/../elsewhere"
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
@@ -63,14 +63,14 @@ struct ClaimFailureTests {
 }
 
 /// A folder bind-mounted over another for one test (mount(2) with MS_BIND, umount2(2)).
-final class BindMount {
+private final class BindMount {
     private let target: String
     private var mounted = true
 
     init(_ source: String, at target: String) throws {
         self.target = target
         guard mount(source, target, nil, UInt(MS_BIND), nil) == 0 else {
-            throw SystemErrorText(text: "mount --bind \(source) \(target): errno \(errno)")
+            throw BindMountError(text: "mount --bind \(source) \(target): errno \(errno)")
         }
     }
 
@@ -83,6 +83,6 @@ final class BindMount {
     }
 }
 
-struct SystemErrorText: Error {
+private struct BindMountError: Error {
     let text: String
 }
