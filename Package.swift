@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "dropfetch",
-    platforms: [.macOS(.v13)],
     products: [
         .executable(name: "dropfetch", targets: ["dropfetch"]),
         .library(name: "DropFetch", targets: ["DropFetch"]),

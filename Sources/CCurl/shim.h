@@ -23,7 +23,6 @@ static inline CURLcode dfc_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { ret
 static inline CURLcode dfc_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode dfc_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 
-static inline CURLMcode dfc_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 
 /* CURLMsg.data is a union: expose the result code for CURLMSG_DONE. */
 static inline CURLcode dfc_msg_result(const CURLMsg *msg) { return msg->data.result; }

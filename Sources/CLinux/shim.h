@@ -59,3 +59,10 @@ static inline int dfl_spawn_addclosefrom(posix_spawn_file_actions_t *actions, in
 static inline int dfl_pipe_cloexec(int fds[2]) {
     return (int)syscall(SYS_pipe2, fds, O_CLOEXEC);
 }
+
+#include <sys/random.h>
+
+/// getrandom(2) from the kernel's pool (blocks only before it is first seeded at boot).
+static inline long dfl_getrandom(void *buffer, unsigned long length) {
+    return (long)syscall(SYS_getrandom, buffer, length, 0u);
+}

@@ -102,10 +102,26 @@ public final class Agent {
         progress = options.progress.map(ProgressReporter.init)
     }
 
+    /// The key that seals resume records, from the user's state folder (RecordKey.folder); where
+    /// there is none, a key of this run alone: partial data is then not resumed after a restart.
+    private func loadRecordKey() -> RecordKey? {
+        do {
+            guard let folder = RecordKey.folder() else {
+                throw SystemError(code: ENOENT, operation: "find a state folder (no STATE_DIRECTORY, XDG_STATE_HOME or HOME)")
+            }
+            return try RecordKey.loadOrCreate(inFolder: folder)
+        } catch {
+            logger.warning("resume records are sealed with a key of this run only: partial data will not be resumed after a restart",
+                           metadata: ["error": "\(error)"])
+            return try? RecordKey.random()
+        }
+    }
+
     /// Runs until stopped (daemon) or until the work present at start is over (`once`).
     public func run() -> ExitStatus {
         do {
             try spool.open()
+            spool.recordKey = loadRecordKey()
             context.metrics?.loadCounters()
             try FileSystem.makeDirectories(context.destinationRoot)
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }

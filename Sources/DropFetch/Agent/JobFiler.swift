@@ -94,7 +94,7 @@ final class JobFiler: AgentPart {
     /// prove its published files are its own are put back for when it returns.
     private func leftBeforeFiling(_ job: Job, _ record: StatusRecord) {
         for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
-            PartFile.restoreRecord(saved, named: name, in: folder)
+            if let key = spool.recordKey { PartFile.restoreRecord(saved, named: name, in: folder, key: key) }
         }
         logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])
         table.remove(job)
@@ -154,6 +154,14 @@ final class JobFiler: AgentPart {
             if !running.contains(where: { $0 === job }) { running.append(job) }
         }
         for job in running { saveState(job) }
+    }
+
+    /// Records `part` as it stands when its transfer stops (failed, held, cancelled): on this boot
+    /// all of its data counts, after a reboot what the last checkpoint synced. No fdatasync(2)
+    /// on the loop, and nothing keeps the part (and its flock) open once its job lets it go, so
+    /// the job claimed again at once takes its own part back.
+    func persist(_ part: PartFile) {
+        try? part.saveRecord()
     }
 
     /// Writes the job's state file through the group commit (its temp file's creation can take

@@ -84,10 +84,6 @@ final class JobRunner: AgentPart {
         switch choice {
         case .reserved(let part):
             download.part = part
-            // Its checkpoints rewrite the record on the loop; the replaced one is closed on a worker.
-            part.releaseReplacedRecord = { [weak context] replaced in
-                context?.finishSteps.sync([.task(DescriptorRelease(replaced))]) { _ in }
-            }
             // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
             // that wrote the data.
             if !download.beginsAttempt, part.size > 0 {
@@ -247,8 +243,8 @@ final class JobRunner: AgentPart {
                                                    bytes: transfer.written, resumedFrom: transfer.appendedFrom,
                                                    isFinal: true))
         case .failed(let failure):
-            // The data so far is made durable and counted, so the next attempt resumes it.
-            if transfer.written > 0 { try? transfer.part.checkpoint() }
+            // The data so far is recorded and made durable, so the next attempt resumes it.
+            if transfer.written > 0 { filer.persist(transfer.part) }
             endAttempt(job, index, failure)
         }
     }
@@ -306,7 +302,7 @@ final class JobRunner: AgentPart {
                 part.discard()
                 download.status.bytes = 0
             } else {
-                try? part.checkpoint()
+                filer.persist(part)
             }
             download.part = nil
         }
@@ -342,7 +338,7 @@ final class JobRunner: AgentPart {
         for (transfer, unit) in table.transfers(of: job) {
             _ = table.ended(key: transfer.easy.key)
             multi.remove(transfer.easy)
-            try? transfer.part.checkpoint()
+            filer.persist(transfer.part)
             admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: job.record.className)
             job.downloads[unit.download].phase = .queued
         }

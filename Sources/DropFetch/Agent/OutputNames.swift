@@ -44,10 +44,12 @@ final class OutputNames: AgentPart {
         } catch {
             return .failure(OutputNames.folderFailure(error, dir: download.spec.dir))
         }
+        guard let key = spool.recordKey else { return .failure(Failure(.internal, "the spool is not open")) }
         return .success(PartReservation(
             root: root, subfolder: subfolder, dir: download.spec.dir,
             name: download.spec.out ?? FileName.fromURL(download.spec.urls[0]), owner: job.owner,
-            onConflict: config.onConflict, digest: config.digest, mode: config.fileMode, durable: config.fsync))
+            onConflict: config.onConflict, digest: config.digest, mode: config.fileMode, durable: config.fsync,
+            key: key))
     }
 
     static func folderFailure(_ error: SystemError, dir: String?) -> Failure {
@@ -58,10 +60,11 @@ final class OutputNames: AgentPart {
 
     /// Whether `name` is the published file of `owner`: its `.part` is gone and the record left
     /// beside the name says this job wrote the file with that inode.
-    static func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by owner: PartOwner) throws(SystemError) -> Bool {
+    static func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by owner: PartOwner,
+                            key: RecordKey) throws(SystemError) -> Bool {
         let partName = PartFile.partName(for: name)
         guard try folder.status(partName) == nil,
-              let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder),
+              let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder, key: key),
               record.isOwned(by: owner), record.part == UInt64(final.st_ino),
               (final.st_mode & S_IFMT) == S_IFREG else { return false }
         return true

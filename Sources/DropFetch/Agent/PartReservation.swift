@@ -15,11 +15,12 @@ final class PartReservation: WorkerTask {
     private let digest: Config.DigestChoice
     private let mode: UInt32
     private let durable: Bool
+    private let key: RecordKey
     /// How it ended, read on the loop once the batch is back.
     private(set) var choice: OutputNames.NameChoice = .failed(Failure(.internal, "the output name was not chosen"))
 
     init(root: DirectoryHandle, subfolder: String, dir: String?, name: String, owner: PartOwner,
-         onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool) {
+         onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey) {
         self.root = root
         self.subfolder = subfolder
         self.dir = dir
@@ -29,6 +30,7 @@ final class PartReservation: WorkerTask {
         self.digest = digest
         self.mode = mode
         self.durable = durable
+        self.key = key
     }
 
     func perform() -> SystemError? {
@@ -46,11 +48,11 @@ final class PartReservation: WorkerTask {
         do {
             for candidate in OutputNames.variants(of: name) {
                 if let final = try folder.status(candidate) {
-                    if try OutputNames.isPublished(candidate, final, in: folder, by: owner) {
+                    if try OutputNames.isPublished(candidate, final, in: folder, by: owner, key: key) {
                         // Under `digest: none` the status file has no SHA-256 and none of the file is read.
                         let sha256 = digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
                         let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
-                        let record = (folder, recordName, PartFile.readRecord(recordName, in: folder))
+                        let record = (folder, recordName, PartFile.readRecord(recordName, in: folder, key: key))
                         return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
                                           record: record)
                     }
@@ -60,9 +62,13 @@ final class PartReservation: WorkerTask {
                     case .overwrite: break
                     }
                 }
-                switch try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable) {
+                switch try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key) {
                 case .ours(let part):
                     return .reserved(part)
+                case .obstructed(let reason):
+                    // Nobody's to wait for: `rename` takes the next name, the others fail.
+                    if onConflict == .rename { continue }
+                    return .failed(Failure(.exists, reason))
                 case .taken(let other):
                     switch onConflict {
                     case .rename: continue

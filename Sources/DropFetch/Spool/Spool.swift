@@ -25,6 +25,9 @@ final class Spool {
     let work: String
     let workRoot: String
     private var lock: FileDescriptor?
+    /// Seals the resume records (RecordKey): the agent's, set when it starts; nil in a control
+    /// command that cannot read it (it cannot check a record's seal then).
+    var recordKey: RecordKey?
     /// The next record number to try per `folder/job name`, so that many records of one name do
     /// not probe from 1 each time.
     private var nextRecordNumber: [String: Int] = [:]
@@ -295,11 +298,6 @@ final class Spool {
         return jobPath
     }
 
-    /// Where a job file of this name is now, outside the work folders (hold/, failed/, done/, inbox/).
-    func locate(_ name: String) -> String? {
-        [hold, failed, done, inbox].map { $0 + "/" + name }.first(where: FileSystem.exists)
-    }
-
     /// The lowest record number (`x.N.url`) worth trying: remembered from the last filing of this
     /// name, else found by doubling then bisecting over the names in use (records are only added),
     /// so that filing the n-th record of one name costs O(log n) lookups, not n.
@@ -507,7 +505,7 @@ final class Spool {
     /// Removes the resume records a job filed at `jobPath` left beside its files (PartFile.removeRecords).
     func removeResumeRecords(filedAt jobPath: String, owner: PartOwner) {
         let statusPath = FileSystem.directoryName(of: jobPath) + "/" + Spool.statusName(forJob: FileSystem.baseName(of: jobPath))
-        if let filed = readRecord(at: statusPath) { PartFile.removeRecords(of: filed, owner: owner) }
+        if let filed = readRecord(at: statusPath) { PartFile.removeRecords(of: filed, owner: owner, key: recordKey) }
     }
 
     /// Completes a filing found by `unfinishedFiling(of:job:)`.

@@ -116,13 +116,14 @@ public enum SpoolControl {
         let owner = PartOwner(job: jobName, claim: claim)
         let destinations = [Agent.absolute(config.destination ?? spool.root + "/downloads")]
             + config.classes.compactMap { $0.destination.map(Agent.absolute) }
+        let key = RecordKey.folder().flatMap(RecordKey.read(inFolder:))
         if case .success(let spec) = spec {
             for download in spec.downloads {
                 let name = download.out ?? FileName.fromURL(download.urls[0])
                 for destination in Set(destinations) {
                     guard let root = try? DirectoryHandle.openRoot(destination, create: false),
                           let folder = try? root.descend(download.dir ?? "", create: false) else { continue }
-                    discardParts(of: name, in: folder, ownedBy: owner)
+                    discardParts(of: name, in: folder, ownedBy: owner, key: key)
                 }
             }
         }
@@ -131,11 +132,13 @@ public enum SpoolControl {
 
     /// Removes the `.part` files (and records) among the names a download may have taken that
     /// this job owns; another job's data of the same name is left alone.
-    private static func discardParts(of name: String, in folder: DirectoryHandle, ownedBy owner: PartOwner) {
+    /// `key` checks the records' seals where this user may read it; without it a record is read
+    /// unchecked, which can only make this remove a hidden `.part` in the destination.
+    private static func discardParts(of name: String, in folder: DirectoryHandle, ownedBy owner: PartOwner, key: RecordKey?) {
         for candidate in OutputNames.variants(of: name).prefix(100) {
             let part = PartFile.partName(for: candidate)
             let recordName = ResumeRecord.name(forPart: part)
-            guard let record = PartFile.readRecord(recordName, in: folder) else { continue }
+            guard let record = PartFile.readRecord(recordName, in: folder, key: key) else { continue }
             if record.isOwned(by: owner) {
                 try? folder.removeIfPresent(part)
                 try? folder.removeIfPresent(recordName)

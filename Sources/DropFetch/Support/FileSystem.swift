@@ -139,11 +139,6 @@ enum FileSystem {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
-    static func fileSize(_ path: String) -> Int64? {
-        guard let info = try? lstatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
-    }
-
     static func directoryName(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         if slash == path.startIndex { return "/" }

@@ -39,9 +39,6 @@ final class CurlMulti {
         if code != CURLM_OK { throw CurlMultiError(code) }
     }
 
-    /// Interrupts a running curl_multi_poll(3) from a callback (curl_multi_wakeup(3)).
-    func wakeup() { curl_multi_wakeup(handle) }
-
     /// Finished transfers (curl_multi_info_read(3)): the easy handle key and its result code.
     func completed() -> [(key: Int, result: CURLcode)] {
         var results: [(Int, CURLcode)] = []
@@ -51,9 +48,5 @@ final class CurlMulti {
             results.append((Int(bitPattern: easy), dfc_msg_result(message)))
         }
         return results
-    }
-
-    func set(_ option: CURLMoption, _ value: Int) {
-        _ = dfc_multi_setopt_long(handle, option, value)
     }
 }

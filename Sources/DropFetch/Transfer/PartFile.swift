@@ -10,6 +10,8 @@ final class PartFile {
         case ours(PartFile)
         /// Another job (named, or "another process") owns the name.
         case taken(by: String)
+        /// Something no job owns and the agent cannot clear is in the way (a folder).
+        case obstructed(String)
     }
 
     let folder: DirectoryHandle
@@ -21,20 +23,23 @@ final class PartFile {
     let file: FileDescriptor
     private(set) var record: ResumeRecord
     private let durable: Bool
+    /// Seals the record (RecordKey): what this part's record says counts only with its seal.
+    private let key: RecordKey
+    /// The record file as last written by this part: its inode and size, and the record it
+    /// holds; nil until one was written or read.
+    private var recordFile: (inode: UInt64, size: Int, saved: ResumeRecord)?
+    /// Set by `discard`: a late checkpoint must not write a record for data that is gone.
+    private var discarded = false
     /// Bytes known to be in the file and valid (the writer keeps it current).
     var size: Int64
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
-    /// Takes the record a rewrite replaced, still open, to close it elsewhere (off the event loop:
-    /// freeing its blocks can wait for the disk); nil frees it here.
-    var releaseReplacedRecord: ((FileDescriptor) -> Void)?
-
     var recordName: String { ResumeRecord.name(forPart: name) }
     var path: String { folder.path + "/" + name }
     var finalPath: String { folder.path + "/" + finalName }
 
     private init(folder: DirectoryHandle, finalName: String, name: String, file: FileDescriptor,
-                 record: ResumeRecord, size: Int64, durable: Bool) {
+                 record: ResumeRecord, size: Int64, durable: Bool, key: RecordKey) {
         self.folder = folder
         self.finalName = finalName
         self.name = name
@@ -42,6 +47,7 @@ final class PartFile {
         self.record = record
         self.size = size
         self.durable = durable
+        self.key = key
     }
 
     static func partName(for finalName: String) -> String {
@@ -59,15 +65,15 @@ final class PartFile {
     /// reported `taken`, so that the caller moves on as `on_conflict` says (as it does when
     /// something keeps planting files under the name), rather than failing the job.
     static func reserve(_ finalName: String, in folder: DirectoryHandle, for owner: PartOwner, mode: UInt32,
-                        durable: Bool, adoptUnrecorded: Bool = false) throws(SystemError) -> Reservation {
+                        durable: Bool, key: RecordKey, adoptUnrecorded: Bool = false) throws(SystemError) -> Reservation {
         let name = partName(for: finalName)
         for _ in 0..<4 {
             let file: FileDescriptor
             do {
                 file = try folder.open(name, flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
             } catch where error.code == EEXIST {
-                switch try reserveExisting(name, in: folder, for: owner, durable: durable, adoptUnrecorded: adoptUnrecorded,
-                                           finalName: finalName) {
+                switch try reserveExisting(name, in: folder, for: owner, durable: durable, key: key,
+                                           adoptUnrecorded: adoptUnrecorded, finalName: finalName) {
                 case .some(let reservation): return reservation
                 case .none: continue
                 }
@@ -87,7 +93,7 @@ final class PartFile {
             }
             let part = PartFile(folder: folder, finalName: finalName, name: name, file: file,
                                 record: ResumeRecord(owner: owner.job, claim: owner.claim, part: UInt64(created.st_ino)),
-                                size: 0, durable: durable)
+                                size: 0, durable: durable, key: key)
             try part.writeRecord()
             return .ours(part)
         }
@@ -104,9 +110,11 @@ final class PartFile {
     /// (reopened), or nobody's (removed, and nil is returned to look again; nil also when the
     /// name changed while it was looked at).
     private static func reserveExisting(_ name: String, in folder: DirectoryHandle, for owner: PartOwner, durable: Bool,
-                                        adoptUnrecorded: Bool, finalName: String) throws(SystemError) -> Reservation? {
+                                        key: RecordKey, adoptUnrecorded: Bool, finalName: String) throws(SystemError) -> Reservation? {
         guard let info = try folder.status(name) else { return nil }
         if (info.st_mode & S_IFMT) != S_IFREG {
+            // A folder planted under the name is no one's part: the name is taken, as a file's would be.
+            guard (info.st_mode & S_IFMT) != S_IFDIR else { return .obstructed("a folder is in the way of \(folder.path)/\(name)") }
             try folder.removeIfPresent(name)
             return nil
         }
@@ -114,7 +122,17 @@ final class PartFile {
         // (link(2) + unlink(2) where RENAME_NOREPLACE is missing), and removing it then made the
         // owner's publish fail.
         let recordName = ResumeRecord.name(forPart: name)
-        let record = readRecord(recordName, in: folder)
+        let found: (record: ResumeRecord, size: Int, inode: UInt64)?
+        switch readRecordFile(recordName, in: folder, key: key) {
+        case .sealed(let record, let size, let inode): found = (record, size, inode)
+        case .none: found = nil
+        case .foreign(let inode):
+            // A record no agent of this spool sealed (planted, or an older version's): it proves
+            // nothing, and its part is nobody's. Removed, then the name is looked at again.
+            if try folder.listedInodes([recordName])[recordName] == inode { try folder.removeIfPresent(recordName) }
+            return nil
+        }
+        let record = found?.record
         if let record, !record.isOwned(by: owner) { return .taken(by: record.owner) }
         if info.st_nlink != 1 {
             // Planted, or a publish that a crash interrupted: removed, never written through.
@@ -148,8 +166,9 @@ final class PartFile {
             kept = ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
         }
         let part = PartFile(folder: folder, finalName: finalName, name: name, file: file, record: kept,
-                            size: Int64(opened.st_size), durable: durable)
+                            size: Int64(opened.st_size), durable: durable, key: key)
         try? folder.removeIfPresent(part.recordTempName)
+        if let found, kept == found.record { part.recordFile = (found.inode, found.size, found.record) }
         if record == nil || kept != record { try part.writeRecord() }
         return .ours(part)
     }
@@ -173,35 +192,71 @@ final class PartFile {
 
     /// Removes the resume records a filed job left beside its published files (a crash between
     /// filing and the record's removal), when they name that job.
-    static func removeRecords(of filed: StatusRecord, owner: PartOwner) {
+    static func removeRecords(of filed: StatusRecord, owner: PartOwner, key: RecordKey?) {
         for download in filed.downloads where download.state == .done {
             guard let file = download.file,
                   let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: file), create: false) else { continue }
             let recordName = ResumeRecord.name(forPart: partName(for: FileSystem.baseName(of: file)))
-            if readRecord(recordName, in: folder)?.isOwned(by: owner) == true { try? folder.removeIfPresent(recordName) }
+            if readRecord(recordName, in: folder, key: key)?.isOwned(by: owner) == true { try? folder.removeIfPresent(recordName) }
         }
     }
 
     /// Writes a record back under `name` (a filing that could not finish removed it too early).
-    static func restoreRecord(_ record: ResumeRecord, named name: String, in folder: DirectoryHandle) {
-        let temp = "." + name + ".tmp"
-        try? folder.removeIfPresent(temp)
-        guard let file = try? folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) else { return }
-        if (try? file.write(record.encoded())) != nil { try? folder.rename(temp, to: name) } else { try? folder.removeIfPresent(temp) }
+    static func restoreRecord(_ record: ResumeRecord, named name: String, in folder: DirectoryHandle, key: RecordKey) {
+        _ = try? createRecordFile(record, named: name, in: folder, key: key)
     }
 
-    static func readRecord(_ name: String, in folder: DirectoryHandle) -> ResumeRecord? {
-        guard let file = try? folder.open(name, flags: O_RDONLY), let bytes = try? file.readAll(limit: 1 << 16) else {
-            return nil
+    /// The record under `name` if its seal verifies (`key`; nil reads it unchecked, see
+    /// ResumeRecordFile.unseal); nil for anything else, a FIFO or a folder included.
+    static func readRecord(_ name: String, in folder: DirectoryHandle, key: RecordKey?) -> ResumeRecord? {
+        guard case .sealed(let record, _, _) = readRecordFile(name, in: folder, key: key) else { return nil }
+        return record
+    }
+
+    /// What is found under a record's name.
+    private enum RecordRead {
+        case sealed(ResumeRecord, size: Int, inode: UInt64)
+        /// A plain file whose seal does not verify (or that is no record at all): file `inode`.
+        case foreign(inode: UInt64)
+        /// Nothing, or nothing that could be read as a file (a FIFO, a folder, a symlink).
+        case none
+    }
+
+    /// A record file read as an untrusted one: opened without following a symlink and without
+    /// blocking (a FIFO planted in the destination must not hang a worker), a regular file of at
+    /// most ResumeRecordFile.maxFileSize bytes, its seal verified.
+    private static func readRecordFile(_ name: String, in folder: DirectoryHandle, key: RecordKey?) -> RecordRead {
+        guard let file = try? folder.open(name, flags: O_RDONLY | O_NONBLOCK), let info = try? file.status(),
+              (info.st_mode & S_IFMT) == S_IFREG else { return .none }
+        guard info.st_size <= ResumeRecordFile.maxFileSize,
+              let bytes = try? file.read(upTo: ResumeRecordFile.maxFileSize, expected: Int(info.st_size)),
+              let record = ResumeRecordFile.unseal(bytes, key: key) else { return .foreign(inode: UInt64(info.st_ino)) }
+        return .sealed(record, size: bytes.count, inode: UInt64(info.st_ino))
+    }
+
+    /// Writes a new record file: temp (O_EXCL) → write → rename over `name`; returns its inode and size.
+    private static func createRecordFile(_ record: ResumeRecord, named name: String, in folder: DirectoryHandle,
+                                         key: RecordKey) throws(SystemError) -> (inode: UInt64, size: Int) {
+        let temp = "." + name + ".tmp"
+        try? folder.removeIfPresent(temp)
+        let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        let image = ResumeRecordFile.image(record, key: key)
+        do {
+            try file.write(image)
+            let inode = UInt64(try file.status().st_ino)
+            try folder.rename(temp, to: name)
+            return (inode, image.count)
+        } catch {
+            try? folder.removeIfPresent(temp)
+            throw error
         }
-        return ResumeRecord.decode(bytes)
     }
 
     /// The data that can be resumed over `kind`: what the record counts as fsynced and the file
     /// still holds, provided a validator can prove the server's file unchanged; anything else is cut off.
     func resumableBytes(over kind: TransferProtocol = .http) throws(SystemError) -> Int64 {
         size = Int64(try file.status().st_size)
-        let usable = record.canResume(over: kind) ? min(size, record.bytes) : 0
+        let usable = record.canResume(over: kind) ? record.trustedBytes(of: size) : 0
         try truncate(to: usable)
         return usable
     }
@@ -230,6 +285,19 @@ final class PartFile {
         try writeRecord()
     }
 
+    /// Writes the record as it stands, without a sync: the validators of a response are on disk
+    /// before its body is, so that a process killed on this boot resumes all of its data.
+    func saveRecord() throws(SystemError) {
+        try writeRecord()
+    }
+
+    /// Whether the record on disk vouches for data (it names a validator): a new response must
+    /// then be recorded before its body is written, or the old validator would cover new bytes.
+    var savedRecordVouches: Bool {
+        guard let saved = recordFile?.saved else { return false }
+        return saved.validator != nil || saved.modified != nil
+    }
+
     /// Counts the first `bytes` as durable in the record, once the caller made them so (a
     /// GroupCommit `.data` sync requested when the file held that many, and had been cut `cuts` times).
     func recordDurable(_ bytes: Int64, cuts cutsThen: Int) throws(SystemError) {
@@ -254,32 +322,28 @@ final class PartFile {
 
     private var recordTempName: String { "." + recordName + ".tmp" }
 
-    /// Replaces the record: temp (O_EXCL) → write → rename. One writer per part (its flock), so the
-    /// temp has one fixed name that a crash leaves for the next `reserve` to clear.
+    /// Writes the record, stamped with this boot: in place over its file (pwrite(2) of the same
+    /// size, no new blocks: ResumeRecordFile), or as a new file (temp → rename) when there is
+    /// none of ours yet or it has outgrown its size. One writer per part (its flock), so the temp
+    /// has one fixed name that a crash leaves for the next `reserve` to clear.
     private func writeRecord() throws(SystemError) {
-        let temp = recordTempName
-        try? folder.removeIfPresent(temp)
-        let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-        // The record about to be replaced, held open so that its blocks are not freed by the rename.
-        let replaced = releaseReplacedRecord == nil ? nil : try? folder.open(recordName, flags: O_RDONLY)
-        do {
-            try file.write(record.encoded())
-            try folder.rename(temp, to: recordName)
-        } catch {
-            try? folder.removeIfPresent(temp)
-            throw error
+        guard !discarded else { return }
+        record.boot = BootID.current
+        if let current = recordFile, let image = ResumeRecordFile.image(record, key: key, size: current.size),
+           let file = try? folder.open(recordName, flags: O_WRONLY | O_NONBLOCK),
+           let info = try? file.status(), UInt64(info.st_ino) == current.inode, info.st_size == current.size {
+            try file.write(image, at: 0)
+            recordFile = (current.inode, current.size, record)
+            return
         }
-        if let replaced { releaseReplacedRecord?(replaced) }
+        let created = try PartFile.createRecordFile(record, named: recordName, in: folder, key: key)
+        recordFile = (created.inode, created.size, record)
     }
 
     /// Gives up the data and the name: the part and its record are removed.
     func discard() {
+        discarded = true
         try? folder.removeIfPresent(name)
-        try? folder.removeIfPresent(recordName)
-    }
-
-    /// Removes the record once the data is published under its final name.
-    func removeRecord() {
         try? folder.removeIfPresent(recordName)
     }
 }

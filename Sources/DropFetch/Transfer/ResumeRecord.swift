@@ -7,7 +7,7 @@ import Foundation
 /// claim (the job file's inode, which every move of the job keeps), so another job, another agent
 /// or a restart never takes the name, and recovery never mistakes another job's file for its own.
 struct ResumeRecord: Codable, Sendable, Equatable {
-    var schema = 2
+    var schema = 3
     /// The owner job's name as dropped (`x.url`).
     var owner: String
     /// The owner's claim: the inode of its job file, kept by rename(2) and link(2).
@@ -30,6 +30,9 @@ struct ResumeRecord: Codable, Sendable, Equatable {
     /// Bytes of the `.part` that were fsynced when this record was written: the record never counts
     /// bytes that a power loss could take back.
     var bytes: Int64 = 0
+    /// The boot (BootID) of the last write: on the same boot the whole `.part` is in the page
+    /// cache whatever killed its writer; on another boot or host only `bytes` can be trusted.
+    var boot: String?
 
     init(owner: String, claim: UInt64, part: UInt64) {
         self.owner = owner
@@ -69,8 +72,21 @@ struct ResumeRecord: Codable, Sendable, Equatable {
 
     static func name(forPart part: String) -> String { part + ".json" }
 
+    /// The bytes of the `.part` that can be trusted without asking the disk: all of them when this
+    /// record was last written on the running boot, else the fsynced prefix it counts.
+    func trustedBytes(of size: Int64, bootNow: String? = BootID.current) -> Int64 {
+        let trusted = boot != nil && boot == bootNow ? size : min(size, bytes)
+        return self.size.map { min(trusted, $0) } ?? trusted
+    }
+
     static func decode(_ bytes: [UInt8]) -> ResumeRecord? {
         try? JSONDecoder().decode(ResumeRecord.self, from: Data(bytes))
+    }
+
+    /// The `seal` field of a record file (ResumeRecordFile), which is not one of the record's own.
+    static func seal(in bytes: [UInt8]) -> String? {
+        struct Sealed: Decodable { var seal: String }
+        return (try? JSONDecoder().decode(Sealed.self, from: Data(bytes)))?.seal
     }
 
     func encoded() -> [UInt8] {

@@ -284,13 +284,15 @@ final class Transfer {
         digest = try DownloadDigest.start(for: part, algorithms: digestAlgorithms, available: part.size, total: size)
         part.describe(url: Redaction.url(request.url), mirror: request.mirror, etag: response["etag"],
                       lastModified: response["last-modified"], total: size, modified: remoteModified)
-        // Small files are cheaper to fetch again than to describe: their record waits for the
-        // periodic checkpoint, which a transfer of under a second never reaches.
-        if (size ?? Int64.max) >= Transfer.recordThreshold { try part.checkpoint() }
+        // The validators reach the record (in place, unsynced) before the body does, so that a
+        // kill at any moment on this boot resumes all of the data written. Small files are cheaper
+        // to fetch again: theirs waits for the periodic checkpoint, unless the record on disk
+        // names an earlier response's validator, which must never cover these bytes.
+        if (size ?? Int64.max) >= Transfer.recordThreshold || part.savedRecordVouches { try part.saveRecord() }
     }
 
     /// Files at least this big get their validators recorded before the first body byte.
-    static let recordThreshold: Int64 = 1 << 20
+    static let recordThreshold: Int64 = 64 << 10
 
     // MARK: - Completion
 

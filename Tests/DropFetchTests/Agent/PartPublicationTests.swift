@@ -13,7 +13,7 @@ struct PartPublicationTests {
         let folder = try root.descend("sub", create: true)
         try "old".write(toFile: path + "/sub/a.bin", atomically: false, encoding: .utf8)
         guard case .ours(let part) = try PartFile.reserve("a.bin", in: folder, for: PartOwner(job: "x.url", claim: 1),
-                                                          mode: 0o644, durable: false) else {
+                                                          mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32))) else {
             throw SystemError(code: EEXIST, operation: "reserve")
         }
         try "new".write(toFile: part.path, atomically: false, encoding: .utf8)

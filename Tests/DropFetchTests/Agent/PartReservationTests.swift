@@ -16,7 +16,31 @@ struct PartReservationTests {
                              onConflict: Config.ConflictPolicy = .rename) -> PartReservation {
         PartReservation(root: root, subfolder: subfolder, dir: subfolder.isEmpty ? nil : subfolder, name: "a.bin",
                         owner: PartOwner(job: job, claim: claim), onConflict: onConflict, digest: .sha256,
-                        mode: 0o644, durable: false)
+                        mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)))
+    }
+
+    @Test("a folder planted as the .part is skipped under rename and fails the download under fail and overwrite, never waited for")
+    func plantedFolder() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.createDirectory(atPath: path + "/.a.bin.part/inner", withIntermediateDirectories: true)
+        let renamed = reservation(root, job: "x.url", claim: 1)
+        _ = renamed.perform()
+        guard case .reserved(let part) = renamed.choice else {
+            Issue.record("not reserved: \(renamed.choice)")
+            return
+        }
+        #expect(part.finalName == "a.1.bin")
+        for policy in [Config.ConflictPolicy.fail, .overwrite] {
+            let refused = reservation(root, job: "y.url", claim: 2, onConflict: policy)
+            _ = refused.perform()
+            guard case .failed(let failure) = refused.choice else {
+                Issue.record("\(policy): \(refused.choice)")
+                continue
+            }
+            #expect(failure.kind == .exists)
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "/.a.bin.part/inner"), "the planted folder is left alone")
     }
 
     private func files(in path: String) throws -> [String] {

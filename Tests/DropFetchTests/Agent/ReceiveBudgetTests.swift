@@ -9,7 +9,7 @@ struct ReceiveBudgetTests {
     /// A transfer that is never started: the budget only needs its handle and counters.
     private func transfer(_ name: String, in folder: DirectoryHandle) throws -> Transfer {
         guard case .ours(let part) = try PartFile.reserve(name, in: folder, for: PartOwner(job: name + ".url", claim: 1),
-                                                          mode: 0o644, durable: false) else {
+                                                          mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32))) else {
             throw SystemError(code: EEXIST, operation: "reserve")
         }
         let request = TransferRequest(url: "http://127.0.0.1:9/" + name, maxFileSize: .max, connectTimeout: .seconds(1),

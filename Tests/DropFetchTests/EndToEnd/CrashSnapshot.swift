@@ -51,15 +51,22 @@ struct CrashSnapshot {
         self.progress = progress
     }
 
-    /// The bytes a restart may resume: those the resume record counts as fsynced, provided it
-    /// names a validator (ETag or Last-Modified); nil when the data cannot be vouched for.
+    /// The bytes a restart may resume, provided the resume record names a validator (ETag or
+    /// Last-Modified): the whole `.part` when the record was written on this boot (the page cache
+    /// outlived the killed agent), else those it counts as fsynced; nil when nothing is vouched for.
     static func resumableBytes(part: String, size: Int) -> Int? {
         guard let data = FileManager.default.contents(atPath: part + ".json"),
               let record = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               record["etag"] != nil || record["lastModified"] != nil,
-              let bytes = record["bytes"] as? Int, bytes > 0 else { return nil }
-        return min(size, bytes)
+              let bytes = record["bytes"] as? Int else { return nil }
+        let sameBoot = (record["boot"] as? String).map { $0 == CrashSnapshot.bootID } ?? false
+        let trusted = min(size, (record["size"] as? Int) ?? size)
+        let resumable = sameBoot ? trusted : min(trusted, bytes)
+        return resumable > 0 ? resumable : nil
     }
+
+    static let bootID = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
+        .trimmingCharacters(in: .whitespacesAndNewlines)
 
     /// Jobs in one state of progress.
     func jobs(_ wanted: Progress) -> [String] {

@@ -159,7 +159,7 @@ struct DiskFullTests {
 }
 
 /// A tmpfs mounted over a folder for one test (mount(2), umount2(2)); needs root.
-private final class TmpfsMount {
+final class TmpfsMount {
     let path: String
     private var mounted = true
 
@@ -194,6 +194,6 @@ private final class TmpfsMount {
     }
 }
 
-private enum TmpfsError: Error {
+enum TmpfsError: Error {
     case failed(String, Int32)
 }

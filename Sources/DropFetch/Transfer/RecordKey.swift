@@ -1,0 +1,123 @@
+import CCrypto
+import CLinux
+import Glibc
+
+/// The agent user's secret that seals resume records (HMAC-SHA256, RFC 2104): a record counts
+/// only if the agent can show it wrote it, so a destination writer cannot forge one
+/// (docs/security.md). 32 random bytes in `record-key`, mode 0600, in the user's state folder
+/// (`folder(environment:)`): outside the spool, whose layout is a contract, and outside anything
+/// the group of the spool may read. Agents of one user on one host share it.
+struct RecordKey: Sendable, Equatable {
+    static let fileName = "record-key"
+    static let length = 32
+    let bytes: [UInt8]
+
+    /// The HMAC-SHA256 of `message` under this key (HMAC(3)).
+    func seal(_ message: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var outputLength: UInt32 = 0
+        message.withUnsafeBufferPointer { messageBuffer in
+            bytes.withUnsafeBufferPointer { keyBuffer in
+                _ = HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count), messageBuffer.baseAddress,
+                         messageBuffer.count, &output, &outputLength)
+            }
+        }
+        return Array(output.prefix(Int(outputLength)))
+    }
+
+    /// Whether `mac` is the seal of `message` (compared in constant time).
+    func verifies(_ mac: [UInt8], of message: [UInt8]) -> Bool {
+        let expected = seal(message)
+        guard mac.count == expected.count else { return false }
+        var difference: UInt8 = 0
+        for index in 0..<mac.count { difference |= mac[index] ^ expected[index] }
+        return difference == 0
+    }
+
+    /// Where the key lives: `$STATE_DIRECTORY` (systemd's StateDirectory=), else
+    /// `$XDG_STATE_HOME/dropfetch`, else `$HOME/.local/state/dropfetch`; nil when none is set.
+    static func folder(_ variable: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String? {
+        if let state = variable("STATE_DIRECTORY")?.split(separator: ":").first, state.hasPrefix("/") {
+            return String(state)
+        }
+        if let xdg = variable("XDG_STATE_HOME"), xdg.hasPrefix("/") { return xdg + "/dropfetch" }
+        if let home = variable("HOME"), home.hasPrefix("/") { return home + "/.local/state/dropfetch" }
+        return nil
+    }
+
+    /// The key in `folder` (created, mode 0700, when missing) as `loadOrCreate(in:)` makes it.
+    static func loadOrCreate(inFolder folder: String) throws(SystemError) -> RecordKey {
+        try FileSystem.makeDirectories(folder, mode: 0o700)
+        return try loadOrCreate(in: DirectoryHandle.openRoot(folder, create: false))
+    }
+
+    /// The key in `folder` if it exists and can be trusted; nil otherwise (nothing is created).
+    static func read(inFolder folder: String) -> RecordKey? {
+        (try? DirectoryHandle.openRoot(folder, create: false)).flatMap { try? read(in: $0) }
+    }
+
+    /// 32 bytes from getrandom(2).
+    static func random() throws(SystemError) -> RecordKey {
+        var bytes = [UInt8](repeating: 0, count: length)
+        var filled = 0
+        while filled < length {
+            let got = bytes.withUnsafeMutableBytes { dfl_getrandom($0.baseAddress! + filled, UInt(length - filled)) }
+            if got < 0 {
+                if dfl_errno() == EINTR { continue }
+                throw SystemError.current("getrandom")
+            }
+            filled += got
+        }
+        return RecordKey(bytes: bytes)
+    }
+
+    /// The key in `folder`, created when missing (an agent starting). A key file that is not a
+    /// plain file of this user, mode 0600, 32 bytes, is not trusted: it is replaced by a new key
+    /// (the records sealed with the old one then count for nothing, and their data is fetched again).
+    static func loadOrCreate(in spool: DirectoryHandle) throws(SystemError) -> RecordKey {
+        for _ in 0..<4 {
+            if let key = try read(in: spool) { return key }
+            if try spool.status(fileName) != nil {
+                try spool.removeIfPresent(fileName)
+                continue
+            }
+            let key = try random()
+            let temp = fileName + ".\(getpid()).tmp"
+            try? spool.removeIfPresent(temp)
+            let file = try spool.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            do {
+                try file.write(key.bytes)
+                try file.sync()
+                // link(2) never replaces: of agents starting together, the first key wins.
+                let linked = try retryingEINTR("link", spool.path + "/" + fileName, tolerating: EEXIST) {
+                    linkat(spool.descriptor, temp, spool.descriptor, fileName, 0)
+                }
+                try spool.removeIfPresent(temp)
+                if linked != nil {
+                    try spool.sync()
+                    return key
+                }
+            } catch {
+                try? spool.removeIfPresent(temp)
+                throw error
+            }
+        }
+        throw SystemError(code: EAGAIN, operation: "create the record key (it kept changing)", path: spool.path + "/" + fileName)
+    }
+
+    /// The key in `spool` if it exists and can be trusted (a control command does not create one);
+    /// nil when it is missing, unreadable or not this user's own 0600 file.
+    static func read(in spool: DirectoryHandle) throws(SystemError) -> RecordKey? {
+        let file: FileDescriptor
+        do {
+            file = try spool.open(fileName, flags: O_RDONLY | O_NONBLOCK)
+        } catch where [ENOENT, ELOOP, EACCES, EPERM, ENXIO].contains(error.code) {
+            return nil
+        }
+        let info = try file.status()
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0,
+              info.st_size == length else { return nil }
+        let bytes = try file.readAll(limit: length + 1)
+        return bytes.count == length ? RecordKey(bytes: bytes) : nil
+    }
+}
