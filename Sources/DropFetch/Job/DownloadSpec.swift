@@ -75,6 +75,8 @@ public struct DownloadSpec: Sendable, Equatable {
     public var headers: [String]
     /// Bytes per second from `max-download-limit`; nil for none (`0` means none too, as in aria2).
     public var maxDownloadLimit: Int64?
+    /// The least `max-download-limit` a job file may give (1K): below it, invalid_job.
+    public static let minimumDownloadLimit: Int64 = 1024
     /// `http-user`/`http-passwd`: used for the `http` and `https` mirrors.
     public var httpCredentials: Credentials?
     /// `ftp-user`/`ftp-passwd`: used for the `ftp`, `ftps` and `sftp` mirrors.

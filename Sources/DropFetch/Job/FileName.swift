@@ -17,6 +17,10 @@ public enum FileName {
         if name.utf8.first == UInt8(ascii: ".") { return "starts with '.'" }
         if name.utf8.contains(0) { return "contains a NUL character" }
         if name.unicodeScalars.contains(where: isControl) { return "contains a control character" }
+        if let format = name.unicodeScalars.first(where: isInvisibleFormat) {
+            return "contains U+\(String(format.value, radix: 16, uppercase: true)), an invisible formatting"
+                + " character (bidi override, zero-width or BOM)"
+        }
         let size = name.utf8.count
         if size > maxBytes { return "is \(size) bytes long, more than \(maxBytes)" }
         return nil
@@ -42,15 +46,15 @@ public enum FileName {
 
     /// Makes `candidate` a safe single path component, or nil when nothing usable is left.
     ///
-    /// Leading dots and surrounding white space (tabs included) are dropped; then `/` and control
-    /// characters (C0, DEL, C1) become `_`; the result is cut to ``maxBytes`` UTF-8 bytes on a character boundary, keeping a
+    /// Leading dots and surrounding white space (tabs included) are dropped; then `/`, control
+    /// characters (C0, DEL, C1) and invisible format characters (Cf) become `_`; the result is cut to ``maxBytes`` UTF-8 bytes on a character boundary, keeping a
     /// short extension such as `.iso` or `.tar.gz`.
     public static func sanitise(_ candidate: String) -> String? {
         let head = candidate.unicodeScalars.drop { $0 == "." || $0.properties.isWhitespace }
         guard let last = head.lastIndex(where: { !$0.properties.isWhitespace }) else { return nil }
         var scalars = String.UnicodeScalarView()
         for scalar in head[...last] {
-            scalars.append(scalar == "/" || isControl(scalar) ? "_" : scalar)
+            scalars.append(scalar == "/" || isControl(scalar) || isInvisibleFormat(scalar) ? "_" : scalar)
         }
         return truncated(String(scalars))
     }
@@ -71,6 +75,13 @@ public enum FileName {
             return sanitise(plain.value)
         }
         return nil
+    }
+
+    /// True for Unicode's format characters (category Cf): bidi overrides and isolates
+    /// (U+202A–202E, U+2066–2069), marks (U+200E, U+200F), zero-width ones (U+200B–200D) and the
+    /// BOM (U+FEFF). They are invisible, and can make `exe.pdf` of a name that ends in `fdp.exe`.
+    static func isInvisibleFormat(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .format
     }
 
     /// True for C0 controls (including NUL), DEL and C1 controls.

@@ -73,7 +73,11 @@ extension JobFileParser {
                 throw JobFileError(line: line, message: "a URL must start in column 1"
                                    + " (mirrors go on the same line, separated by TAB)")
             }
-            throw JobFileError(line: line, message: "malformed line \(quotedSecret(text(bytes))) (expected key=value)")
+            // The rest of the line may be a password typed without `=`: only a known key is named.
+            let word = text(trimmed(bytes).prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: ":") })
+            let named = downloadKeys.contains(word) ? " \(quoted(word))" : ""
+            throw JobFileError(line: line, message: "malformed line\(named) (expected key=value; the line is not shown,"
+                               + " it may hold a secret)")
         }
         let key = text(keyBytes)
         let valueBytes = trimmed(bytes[(equals + 1)...])
@@ -87,11 +91,16 @@ extension JobFileParser {
         case "checksum": download.spec.checksum = try checksum(valueBytes, line: line)
         case "header":
             if let problem = headerProblem(valueBytes) {
-                throw JobFileError(line: line, message: "invalid header \(quotedSecret(value)): \(problem)")
+                throw JobFileError(line: line, message: "invalid header\(headerName(valueBytes)): \(problem)"
+                                   + " (its value is not shown)")
             }
             download.spec.headers.append(value)
         case "max-download-limit":
             let limit = try rate(valueBytes, line: line)
+            if limit > 0, limit < DownloadSpec.minimumDownloadLimit {
+                throw JobFileError(line: line, message: "max-download-limit \(limit) is below 1K, the least a download"
+                                   + " may ask for (a slower download would hold its slot for ever)")
+            }
             download.spec.maxDownloadLimit = limit == 0 ? nil : limit
         case "http-user": download.httpUser = try credential(key, value, line: line)
         case "http-passwd": download.httpPassword = (try credential(key, value, line: line), line)
@@ -193,10 +202,21 @@ extension JobFileParser {
         let url = FileName.firstRange(of: Array("://".utf8), in: Array(value.utf8)) == nil ? "http://" + value : value
         let scheme = URLParts(url)?.scheme ?? ""
         guard !value.isEmpty, isWellFormedURL(url), proxySchemes.contains(scheme) else {
-            throw JobFileError(line: line, message: "invalid all-proxy \(quotedSecret(value)): expected"
+            throw JobFileError(line: line, message: "invalid all-proxy (not shown, it may hold a password): expected"
                                + " [http://][USER:PASSWORD@]HOST[:PORT] (or https, socks4, socks4a, socks5, socks5h)")
         }
         return url
+    }
+
+    /// ` 'Name'` of a `header=Name: value` whose name is a token (RFC 9110 §5.1), else "": an
+    /// error names the header, never its value, which may be a key or a token.
+    static func headerName(_ bytes: ArraySlice<UInt8>) -> String {
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return "" }
+        let name = trimmed(bytes[..<colon])
+        let isToken = !name.isEmpty && name.allSatisfy { byte in
+            (0x21...0x7E).contains(byte) && !Array("\"(),/:;<=>?@[\\]{}".utf8).contains(byte)
+        }
+        return isToken ? " \(quoted(text(name)))" : ""
     }
 
     /// `referer=URL` and `user-agent=TEXT`, sent as the `Referer` and `User-Agent` headers.

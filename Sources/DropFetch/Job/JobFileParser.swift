@@ -235,7 +235,8 @@ public enum JobFileParser {
             case "\r": body += "\\r"
             case "\\": body += "\\\\"
             case "'": body += "\\'"
-            case _ where FileName.isControl(scalar) || scalar == "\u{2028}" || scalar == "\u{2029}":
+            case _ where FileName.isControl(scalar) || FileName.isInvisibleFormat(scalar)
+                || scalar == "\u{2028}" || scalar == "\u{2029}":
                 body += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             default: body.unicodeScalars.append(scalar)
             }

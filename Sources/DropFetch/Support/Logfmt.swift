@@ -1,10 +1,11 @@
 /// logfmt encoding of log lines (`key=value key="a value"`): a value is quoted when it is empty
-/// or holds a space, `"`, `=` or a control character, so any logfmt parser reads back exactly
-/// what was logged and no value can forge a second line or drive a terminal.
+/// or holds a space, `"`, `=`, a control character or an invisible format character, so any
+/// logfmt parser reads back exactly what was logged, no value can forge a second line or drive a
+/// terminal, and no bidi override (U+202E) can make a line read other than it is.
 public enum Logfmt {
     /// `text` as a logfmt value: bare when that is unambiguous, else in double quotes with `\`,
     /// `"`, LF, CR and TAB escaped as `\\`, `\"`, `\n`, `\r`, `\t` and the other C0 and C1
-    /// controls and DEL as `\u{…}` (hex).
+    /// controls, DEL and format characters (Unicode Cf: bidi, zero-width, BOM) as `\u{…}` (hex).
     public static func value(_ text: String) -> String {
         guard text.isEmpty || text.unicodeScalars.contains(where: needsQuotes) else { return text }
         var result = String.UnicodeScalarView()
@@ -42,7 +43,8 @@ public enum Logfmt {
         Logfmt.key(key) + "=" + Logfmt.value(value)
     }
 
-    /// `text` with C0 controls (LF and TAB included), DEL and C1 controls written as `\u{…}` and
+    /// `text` with C0 controls (LF and TAB included), DEL, C1 controls and format characters (Cf)
+    /// written as `\u{…}` and
     /// nothing quoted: a message that leads a journal line, readable and still one line.
     public static func escapedControls(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
@@ -64,7 +66,8 @@ public enum Logfmt {
             || scalar.properties.generalCategory == .spaceSeparator
     }
 
+    /// C0, DEL, C1, and the invisible format characters (Cf) such as U+202E and U+200B.
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format
     }
 }

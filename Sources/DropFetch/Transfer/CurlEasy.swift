@@ -4,6 +4,7 @@ import CCurl
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
     private var headerList: CurlStringList?
+    private var connectToList: CurlStringList?
     /// CURLOPT_ERRORBUFFER storage: libcurl writes the detailed message of a failure here.
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
@@ -74,6 +75,14 @@ final class CurlEasy {
         let list = CurlStringList(lines)
         try check(dfc_setopt_slist(handle, CURLOPT_HTTPHEADER, list.head))
         headerList = list
+    }
+
+    /// CURLOPT_CONNECT_TO (`HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT` entries); nil clears it.
+    /// The list is kept alive as long as the handle.
+    func setConnectTo(_ entries: [String]?) throws(CurlError) {
+        let list = entries.map(CurlStringList.init)
+        try check(dfc_setopt_slist(handle, CURLOPT_CONNECT_TO, list?.head))
+        connectToList = list
     }
 
     /// Unpauses a transfer its write callback paused (curl_easy_pause(3) with CURLPAUSE_CONT);

@@ -4,11 +4,20 @@ import Glibc
 /// CURLOPT_NOPROXY, then `<scheme>_proxy`, `all_proxy` and `no_proxy` from the environment).
 ///
 /// Only needed with `block_private_addresses`: through a proxy the agent never connects to the
-/// target, so the target is resolved and checked before the request instead of at connect time,
-/// and the proxy's own address (often 127.0.0.1) is not refused.
+/// target, so the target is resolved and checked before the request as well (docs/security.md
+/// "Proxies" says which proxy's own address is checked).
 enum ProxyRoute: Sendable, Equatable {
     case direct
     case proxy(String)
+
+    /// Whose proxy a transfer goes through under `block_private_addresses`.
+    enum Use: Sendable, Equatable {
+        case none
+        /// The job's `all-proxy`: its address is checked like any other.
+        case job
+        /// The config's `proxy` or a `*_proxy` variable: its address is not checked.
+        case trusted
+    }
 
     /// The route for a URL with `scheme` and `host`. `explicit` is the configured or job proxy
     /// ("" for none), `noProxy` the configured list; `environment` reads a variable.
@@ -50,30 +59,53 @@ enum ProxyRoute: Sendable, Equatable {
         return false
     }
 
-    /// The first address of `host` that `block_private_addresses` refuses, or why it could not be
-    /// checked; nil when every address is allowed. Resolves with getaddrinfo(3).
-    static func blockedTarget(host rawHost: String) -> String? {
+    /// What the agent's own lookup of a target found under `block_private_addresses`.
+    enum TargetCheck: Sendable, Equatable {
+        /// The first refused address, or why the name could not be checked.
+        case blocked(String)
+        /// Every address is allowed; `address` is the first, numeric, for CURLOPT_CONNECT_TO.
+        case allowed(address: String)
+    }
+
+    /// Resolves `host` once with getaddrinfo(3) and checks every address it gives: one refused
+    /// address refuses the host, so a name that also points inside cannot be let through.
+    static func checkTarget(host rawHost: String) -> TargetCheck {
         var host = rawHost
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         guard getaddrinfo(host, nil, &hints, &list) == 0, let list else {
-            return "\(rawHost) (it could not be resolved here to be checked)"
+            return .blocked("\(rawHost) (it could not be resolved here to be checked)")
         }
         defer { freeaddrinfo(list) }
+        var first: String?
         var entry: UnsafeMutablePointer<addrinfo>? = list
         while let current = entry {
-            if let address = current.pointee.ai_addr,
-               AddressPolicy.isBlocked(family: current.pointee.ai_family, address: UnsafeRawPointer(address)) {
-                var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-                _ = getnameinfo(address, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
-                let shown = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                return shown == host ? shown : "\(shown) (\(rawHost))"
-            }
             entry = current.pointee.ai_next
+            guard let address = current.pointee.ai_addr else { continue }
+            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            _ = getnameinfo(address, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
+            let shown = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if AddressPolicy.isBlocked(family: current.pointee.ai_family, address: UnsafeRawPointer(address)) {
+                return .blocked(shown == host ? shown : "\(shown) (\(rawHost))")
+            }
+            if first == nil, !shown.isEmpty { first = shown }
         }
-        return nil
+        guard let first else { return .blocked("\(rawHost) (it resolved to no address)") }
+        return .allowed(address: first)
+    }
+
+    /// The CURLOPT_CONNECT_TO entry that makes a trusted proxy reach `address` (the one the agent
+    /// checked) on `port` for any host: the proxy is asked `CONNECT address:port` (or given the
+    /// address over SOCKS) and never resolves the name itself. Nil when `host` is an IP literal,
+    /// which no lookup can change.
+    static func pinnedConnection(host rawHost: String, port: Int, address: String) -> String? {
+        var host = rawHost
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard IPAddress(host) == nil else { return nil }
+        let shown = address.contains(":") ? "[\(address)]" : address
+        return "::\(shown):\(port)"
     }
 }
 

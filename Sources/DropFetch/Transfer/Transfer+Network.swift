@@ -111,8 +111,11 @@ extension Transfer {
     }
 
     /// The job's `all-proxy`, else the class's `proxy` and `no_proxy`. Under
-    /// `block_private_addresses` the route is chosen here as libcurl would, the proxy's address is
-    /// let through and the target is resolved and checked before anything is sent.
+    /// `block_private_addresses` the route is chosen here as libcurl would choose it, and the
+    /// target is resolved and checked before anything is sent. A job's own proxy is untrusted:
+    /// every socket to it is checked like a direct connection (`openSocket`). A proxy of the
+    /// config or the environment is the admin's: its address is let through, and it is pinned to
+    /// the address the agent checked (`pinTarget`), so its own lookup cannot rebind the name.
     private func configureProxy(_ network: Config.Network, environment: (String) -> String?) throws {
         let explicit = request.proxy ?? network.proxy
         guard request.blockPrivateAddresses else {
@@ -129,26 +132,46 @@ extension Transfer {
         case .proxy(let proxy):
             try easy.set(CURLOPT_PROXY, proxy)
             try easy.set(CURLOPT_NOPROXY, "")
-            socketsReachProxy = true
-            if let blocked = ProxyRoute.blockedTarget(host: target?.host ?? "") {
+            proxyUse = request.proxy == nil ? ProxyRoute.Use.trusted : .job
+            let check = ProxyRoute.checkTarget(host: target?.host ?? "")
+            if case .blocked(let blocked) = check {
                 throw TransferFailure(
                     failure: Failure(.blocked, "refused to fetch from \(blocked) through the proxy: a private or local "
                         + "address (block_private_addresses)"),
                     httpStatus: nil, retryAfter: nil, bytes: part.size, resumedFrom: 0, isFinal: true)
             }
+            try pinTarget(check, of: target)
         }
     }
 
+    /// Through the trusted proxy, CURLOPT_CONNECT_TO to the checked address with
+    /// CURLOPT_HTTPPROXYTUNNEL (an `http://` target goes through `CONNECT` too, so the proxy is
+    /// given the address, while Host and TLS SNI keep the name); no pin for an IP literal.
+    func pinTarget(_ check: ProxyRoute.TargetCheck, of target: CurlURL?) throws(CurlError) {
+        guard proxyUse == .trusted else { return }
+        var entry: String?
+        if case .allowed(let address) = check, let host = target?.host, let port = target?.port {
+            entry = ProxyRoute.pinnedConnection(host: host, port: port, address: address)
+        }
+        try easy.setConnectTo(entry.map { [$0] })
+        if entry != nil { try easy.set(CURLOPT_HTTPPROXYTUNNEL, true) }
+    }
+
     /// At the end of a redirect's headers: through a proxy under `block_private_addresses`, the
-    /// target of `Location` (resolved against the current URL, curl_url(3)) is checked before
-    /// libcurl follows it. Returns false, after recording the address, to abort the transfer.
+    /// target of `Location` (resolved against the current URL, curl_url(3)) is checked before it
+    /// is followed, and the address found is what the hop is pinned to (`follow`). Returns false,
+    /// after recording the address, to abort the transfer.
     func redirectAllowed() -> Bool {
-        guard socketsReachProxy, let location = response(header: "location") else { return true }
+        guard proxyUse != .none, let location = response(header: "location") else { return true }
         guard let current = easy.info(string: CURLINFO_EFFECTIVE_URL),
               let next = try? CurlURL(location, relativeTo: current), let host = next.host else { return true }
-        guard let blocked = ProxyRoute.blockedTarget(host: host) else { return true }
-        blockedAddress = blocked
-        return false
+        let check = ProxyRoute.checkTarget(host: host)
+        if case .blocked(let blocked) = check {
+            blockedAddress = blocked
+            return false
+        }
+        redirectCheck = (check, next)
+        return true
     }
 
     /// `~/…` with the home folder of the user the agent runs as ($HOME, else the password database).

@@ -42,9 +42,11 @@ final class Transfer {
     private var response = ResponseHeaders()
     /// The address refused by `block_private_addresses`, if one was.
     var blockedAddress: String?
-    /// Set when the request goes through a proxy under `block_private_addresses`: every socket
-    /// is the proxy's, and the targets were checked by name before the request (ProxyRoute).
-    var socketsReachProxy = false
+    /// Whose proxy the request goes through under `block_private_addresses`: the targets are
+    /// checked by name before each request, and only a trusted proxy's sockets skip the check.
+    var proxyUse = ProxyRoute.Use.none
+    /// The redirect target checked at the end of a 3xx's headers, pinned when it is followed.
+    var redirectCheck: (check: ProxyRoute.TargetCheck, target: CurlURL)?
     /// The SFTP host-key check, kept alive as the key callback's data.
     var hostKeyCheck: HostKeyCheck?
     private let crashPlan: CrashPlan?
@@ -133,6 +135,8 @@ final class Transfer {
         var headers = RedirectPolicy.headers(for: hop)
         if requestedOffset > 0, let validator = part.record.validator { headers.append("If-Range: \(validator)") }
         try easy.setHeaders(headers)
+        if let redirectCheck { try pinTarget(redirectCheck.check, of: redirectCheck.target) }
+        redirectCheck = nil
     }
 
     /// A header of the response being read (lower-case name).
@@ -174,6 +178,13 @@ final class Transfer {
             }
         }
         guard case .writing = state else { return false }
+        if let total, written + Int64(data.count) > total {
+            // More than Content-Range (or Content-Length) announced: only the announced bytes count.
+            let fits = Int(max(0, total - written))
+            if fits > 0, !receiveBody(UnsafeRawBufferPointer(rebasing: data.prefix(fits))) { return false }
+            state = .failed(Failure(.network, "the body runs past the announced \(total) bytes"))
+            return false
+        }
         if written + Int64(data.count) > request.maxFileSize {
             state = .failed(Failure(.tooLarge, "larger than max_file_size (\(request.maxFileSize) bytes)"))
             return false
@@ -195,7 +206,7 @@ final class Transfer {
     /// CURLOPT_OPENSOCKETFUNCTION: opens the socket unless the address is blocked.
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
-        let blocked = request.blockPrivateAddresses && !socketsReachProxy && withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
+        let blocked = request.blockPrivateAddresses && proxyUse != .trusted && withUnsafeMutablePointer(to: &address.pointee.addr) { pointer in
             AddressPolicy.isBlocked(family: family, address: UnsafeRawPointer(pointer))
         }
         if blocked {

@@ -42,4 +42,14 @@ import Testing
     func parserRefuses(line: String) {
         #expect(throws: LogfmtLine.Malformed.self) { try LogfmtLine(line) }
     }
+
+    @Test("bidi, zero-width and BOM characters (Unicode Cf) are escaped, never written raw",
+          arguments: ["\u{202E}", "\u{200E}", "\u{200F}", "\u{202A}", "\u{2066}", "\u{2069}", "\u{FEFF}", "\u{200B}"])
+    func formatCharactersEscaped(_ format: String) throws {
+        let value = Logfmt.value("invoice" + format + "fdp.exe")
+        #expect(!value.unicodeScalars.contains { $0.properties.generalCategory == .format }, "\(value.debugDescription)")
+        #expect(value.contains("\\u{\(String(format.unicodeScalars.first!.value, radix: 16))}"))
+        #expect(!Logfmt.escapedControls("a" + format + "b").unicodeScalars.contains { $0.properties.generalCategory == .format })
+        #expect(try LogfmtLine(Logfmt.pair("name", "a" + format + "b")).pairs.first?.value == "a" + format + "b")
+    }
 }

@@ -156,4 +156,14 @@ import Testing
     func noUsableName(_ header: String) {
         #expect(FileName.fromContentDisposition(header) == nil)
     }
+
+    @Test("invisible format characters (Cf) are refused in out= names and replaced in derived names",
+          arguments: ["\u{202E}", "\u{200E}", "\u{200F}", "\u{202A}", "\u{2066}", "\u{2069}", "\u{FEFF}", "\u{200B}"])
+    func invisibleFormatCharacters(_ format: String) {
+        #expect(FileName.validate("report" + format + "fdp.exe")?.contains("invisible") == true)
+        #expect(FileName.sanitise("report" + format + "fdp.exe") == "report_fdp.exe")
+        let encoded = format.utf8.map { "%" + String($0, radix: 16, uppercase: true) }.joined()
+        #expect(FileName.fromURL("http://h/report\(encoded)fdp.exe") == "report_fdp.exe")
+        #expect(FileName.fromContentDisposition("attachment; filename*=UTF-8''report\(encoded)fdp.exe") == "report_fdp.exe")
+    }
 }

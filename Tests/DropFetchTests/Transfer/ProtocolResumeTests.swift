@@ -93,9 +93,9 @@ struct ProxyRouteTests {
 
     @Test("a target is checked by its resolved addresses")
     func blockedTarget() {
-        #expect(ProxyRoute.blockedTarget(host: "127.0.0.1") != nil)
-        #expect(ProxyRoute.blockedTarget(host: "[::1]") != nil)
-        #expect(ProxyRoute.blockedTarget(host: "93.184.216.34") == nil)
+        #expect(ProxyRoute.checkTarget(host: "127.0.0.1") != .allowed(address: "127.0.0.1"))
+        #expect(ProxyRoute.checkTarget(host: "[::1]") != .allowed(address: "::1"))
+        #expect(ProxyRoute.checkTarget(host: "93.184.216.34") == .allowed(address: "93.184.216.34"))
     }
 
     @Test("CurlURL reads URLs as libcurl does and resolves relative redirects")
