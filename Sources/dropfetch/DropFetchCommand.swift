@@ -29,26 +29,3 @@ struct DropFetchCommand: ParsableCommand {
         version: DropFetchVersion.string,
         subcommands: [Run.self, Check.self, Status.self, Add.self, Hold.self, Release.self, Cancel.self, Retry.self])
 }
-
-struct Add: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write a job into the inbox, atomically.")
-
-    @OptionGroup var options: ConfigOption
-    @Argument(help: "The URL to fetch; several URLs are mirrors of one file.")
-    var urls: [String]
-    @Option(help: "Priority: higher runs first.") var priority: Int?
-    @Option(name: .customLong("class"), help: "A class name from the config.") var className: String?
-    @Option(help: "The file name to save as.") var out: String?
-
-    func run() throws {
-        let config = try options.load()
-        do {
-            let path = try SpoolInspection.addJob(urls: urls, priority: priority, className: className, out: out,
-                                                  config: config)
-            print(path)
-        } catch {
-            printError("dropfetch: \(error)")
-            throw ExitCode(2)
-        }
-    }
-}

@@ -112,6 +112,25 @@ final class JobFiler: AgentPart {
         }
     }
 
+    /// A job `dropfetch cancel` filed in failed/ while this agent held it: found there by its
+    /// claim's inode (lstat(2)), then logged, announced (`on_failed`) and counted like a job this
+    /// agent cancelled.
+    func filedByCancel(_ job: Job) {
+        for name in Set([job.record.job, job.workName]) {
+            for candidate in Spool.candidateNames(name).prefix(1000) {
+                let path = spool.failed + "/" + candidate
+                guard let info = try? FileSystem.lstatus(path), UInt64(info.st_ino) == job.owner.claim else { continue }
+                let statusPath = spool.failed + "/" + Spool.statusName(forJob: candidate)
+                guard let record = spool.readRecord(at: statusPath), record.state == .cancelled else { return }
+                handledFailure = true
+                JobLog.filed(record, at: path, logger: logger)
+                announce(record, filedAt: path)
+                context.metrics?.filed(record)
+                return
+            }
+        }
+    }
+
     private func filingFailed(_ job: Job, _ record: StatusRecord, _ error: SystemError) {
         let failures = table.filingFailures(of: job) + 1
         let delay = Int64(min(60_000, 250 << min(failures, 8)))

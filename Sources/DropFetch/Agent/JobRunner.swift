@@ -358,6 +358,7 @@ final class JobRunner: AgentPart {
             "job": "\(job.record.job)", "now_in": "\(place?.rawValue ?? "nowhere")",
             "partial_data": "\(keep ? "kept" : "removed")",
         ])
+        if place == .failed { filer.filedByCancel(job) }
         bandwidth.applyRateLimits()
     }
 

@@ -4,11 +4,16 @@
 public enum StatusText {
     /// The text of `status`, with relative times ("in 28s") counted from `now` (Unix seconds).
     public static func render(_ status: SpoolStatus, now: Int64) -> String {
-        var lines = ["inbox: \(status.inbox)   active: \(status.active.count)   waiting: \(status.waiting.count)   "
-            + "held: \(status.held.count)"]
+        let active = status.active.filter { !status.isOrphaned($0) }
+        let waiting = status.waiting.filter { !status.isOrphaned($0) }
+        let orphaned = (status.active + status.waiting).filter(status.isOrphaned).sorted { $0.job < $1.job }
+        var lines = ["inbox: \(status.inbox)   active: \(active.count)   waiting: \(waiting.count)   "
+            + "held: \(status.held.count)" + (orphaned.isEmpty ? "" : "   orphaned: \(orphaned.count)")]
         let sections = [
-            ("active", active(status.active)),
-            ("waiting", waiting(status.waiting, now: now)),
+            ("active", StatusText.active(active)),
+            ("waiting", StatusText.waiting(waiting, now: now)),
+            ("orphaned (agent gone; the next agent to start adopts them)",
+             StatusText.orphaned(orphaned)),
             ("held", held(status)),
             ("recent", recent(status.recent)),
         ]
@@ -49,6 +54,21 @@ public enum StatusText {
         for record in records {
             table.add([record.job, record.state.rawValue, nextTry(record.retryAt, now: now), "\(record.attempts)",
                        HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), lastError(record)])
+        }
+        return table
+    }
+
+    /// Jobs in the work folder of an agent that is gone: what its state file last said, no speed or ETA.
+    private static func orphaned(_ records: [StatusRecord]) -> TextTable {
+        var table = TextTable([("JOB", .left), ("AGENT", .left), ("STATE", .left), ("DONE", .right), ("SIZE", .right),
+                               ("%", .right)])
+        for record in records {
+            let bytes = record.downloads.reduce(0) { $0 + $1.bytes }
+            let sizes = record.downloads.compactMap(\.size)
+            let size: Int64? = sizes.count == record.downloads.count && !sizes.isEmpty ? sizes.reduce(0, +) : nil
+            let percent = HumanUnits.percent(bytes: bytes, size: size).map { "\($0)%" } ?? "-"
+            table.add([record.job, record.agent, "orphaned (was \(record.state.rawValue))", HumanUnits.bytes(bytes),
+                       size.map(HumanUnits.bytes) ?? "?", percent])
         }
         return table
     }

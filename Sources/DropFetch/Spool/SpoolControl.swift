@@ -12,20 +12,16 @@ public enum SpoolControl {
         public var description: String { message }
     }
 
-    /// Carries out `action` on the job named `job` (with or without `.url`); returns where it went.
+    /// Carries out `action` on the job named `job` (its name with or without `.url`, or a unique
+    /// prefix: `JobLookup`); returns where it went.
     public static func perform(_ action: Action, job: String, config: Config) throws -> String {
-        let name = job.lowercased().hasSuffix(".url") ? job : job + ".url"
-        guard Spool.isJobName(name), !name.contains("/") else {
-            throw ControlError(message: "'\(job)' is not a job name (a file name ending in .url)")
-        }
         // A spool that is not there is not created here (`SpoolInspection.MissingSpool`).
         try SpoolInspection.requireSpool(config: config)
-        let root = Agent.absolute(config.spool)
-        let spool = Spool(root: root, agentID: config.agentID ?? Agent.hostName(), durable: config.fsync)
+        let spool = spool(config)
         for folder in [spool.hold, spool.failed, spool.inbox] { try FileSystem.makeDirectories(folder) }
         switch action {
         case .hold:
-            let source = try find(name, in: inboxAndWork(spool), action: action)
+            let source = try find(job, in: inboxAndWork(spool), action: action)
             let state = readState(besideJob: source)
             let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
             let holdFolder = folder.isEmpty ? spool.hold : spool.hold + "/" + folder
@@ -42,36 +38,73 @@ public enum SpoolControl {
             }
             return target
         case .release:
-            let source = try find(name, in: holdFolders(spool), action: action)
+            let source = try find(job, in: holdFolders(spool), action: action)
             let relative = String(FileSystem.directoryName(of: source).dropFirst(spool.hold.count))
             let folder = spool.inbox + relative
             try FileSystem.makeDirectories(folder)
             return try release(source, into: folder)
         case .retry:
-            let source = try find(name, in: [spool.failed], action: action)
+            let source = try find(job, in: [spool.failed] + workFolders(spool), action: action)
+            guard source.hasPrefix(spool.failed + "/") else { return try retryNow(source, spool: spool) }
+            let name = FileSystem.baseName(of: source)
             let target = try move(source, into: spool.inbox)
             try? FileSystem.removeIfPresent(spool.failed + "/" + Spool.statusName(forJob: name))
             return target
         case .cancel:
-            return try cancel(name, spool: spool, config: config)
+            return try cancel(job, spool: spool, config: config)
         }
     }
 
-    /// Puts a held job back with its state, which the next claim takes up (arrival time, attempts):
-    /// the state goes first, as `.x.state.json`, so that no agent claims the job without it.
+    /// The job names `action` could act on now, without `.url`, for shell completion.
+    public static func candidates(for action: Action, config: Config) -> [String] {
+        guard (try? SpoolInspection.requireSpool(config: config)) != nil else { return [] }
+        let spool = spool(config)
+        let folders: [String] = switch action {
+        case .hold: inboxAndWork(spool)
+        case .release: holdFolders(spool)
+        case .cancel: inboxAndWork(spool) + holdFolders(spool)
+        case .retry: [spool.failed] + workFolders(spool)
+        }
+        var seen = Set<String>()
+        return JobLookup.jobs(in: folders).map { String($0.name.dropLast(4)) }.filter { seen.insert($0).inserted }
+    }
+
+    private static func spool(_ config: Config) -> Spool {
+        Spool(root: Agent.absolute(config.spool), agentID: config.agentID ?? Agent.hostName(), durable: config.fsync)
+    }
+
+    /// `retry` of a claimed job that waits for a retry: back to the inbox with its state, its
+    /// retry time dropped, so that it is claimed and started at once; an agent running it sees
+    /// it leave (inotify) and keeps its partial data.
+    private static func retryNow(_ source: String, spool: Spool) throws -> String {
+        let name = FileSystem.baseName(of: source)
+        guard let state = readState(besideJob: source), state.record.state == .waiting || state.record.retryAt != nil else {
+            throw ControlError(message: "cannot retry \(String(name.dropLast(4))): it is not waiting for a retry "
+                + "(retry takes a failed job or one that waits)")
+        }
+        let folder = state.record.folder.map { $0.isEmpty ? spool.inbox : spool.inbox + "/" + $0 } ?? spool.inbox
+        try FileSystem.makeDirectories(folder)
+        return try release(source, into: folder)
+    }
+
+    /// Puts a held (or waiting) job back with its state, which the next claim takes up (arrival
+    /// time, attempts, partial data) but without its retry time: a released job is due now. The
+    /// state is written first, as `.x.state.json`, so that no agent claims the job without it.
     private static func release(_ source: String, into folder: String) throws -> String {
-        let statePath = FileSystem.directoryName(of: source) + "/" + Spool.stateName(forJob: FileSystem.baseName(of: source))
-        let hasState = FileSystem.exists(statePath)
+        var state = readState(besideJob: source)
+        state?.record.retryAt = nil
+        if state?.record.state == .waiting || state?.record.state == .running { state?.record.state = .queued }
         for candidate in Spool.candidateNames(FileSystem.baseName(of: source)) {
             let target = folder + "/" + candidate
             if FileSystem.exists(target) { continue }
             let sidecar = folder + "/" + Spool.releasedStateName(forJob: candidate)
-            if hasState { try FileSystem.rename(statePath, to: sidecar) }
+            if let state { try AtomicFile.write(state.record.encoded(), to: sidecar, durable: false) }
             do {
                 try FileSystem.renameNoReplace(source, to: target)
+                if let state { try? FileSystem.removeIfPresent(state.path) }
                 return target
             } catch {
-                if hasState { try? FileSystem.rename(sidecar, to: statePath) }
+                if state != nil { try? FileSystem.removeIfPresent(sidecar) }
                 if error.code != EEXIST { throw error }
             }
         }
@@ -79,8 +112,9 @@ public enum SpoolControl {
     }
 
     /// Files the job in failed/ as `cancelled` and removes the partial data it owns.
-    private static func cancel(_ name: String, spool: Spool, config: Config) throws -> String {
-        let source = try find(name, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel)
+    private static func cancel(_ typed: String, spool: Spool, config: Config) throws -> String {
+        let source = try find(typed, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel)
+        let name = FileSystem.baseName(of: source)
         let stateFile = readState(besideJob: source)
         let state = stateFile?.record
         let claim = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) } ?? 0
@@ -164,18 +198,18 @@ public enum SpoolControl {
         folders += ((try? FileSystem.entries(of: spool.inbox)) ?? [])
             .filter { !$0.name.hasPrefix(".") && ($0.isDirectory ?? FileSystem.isDirectory(spool.inbox + "/" + $0.name)) }
             .map { spool.inbox + "/" + $0.name }
-        folders += ((try? FileSystem.entries(of: spool.workRoot)) ?? [])
-            .filter { !$0.name.hasPrefix(".") }
-            .map { spool.workRoot + "/" + $0.name }
-        return folders
+        return folders + workFolders(spool)
     }
 
-    private static func find(_ name: String, in folders: [String], action: Action) throws -> String {
-        for folder in folders where FileSystem.exists(folder + "/" + name) {
-            return folder + "/" + name
-        }
+    private static func workFolders(_ spool: Spool) -> [String] {
+        ((try? FileSystem.entries(of: spool.workRoot)) ?? [])
+            .filter { !$0.name.hasPrefix(".") }
+            .map { spool.workRoot + "/" + $0.name }
+    }
+
+    private static func find(_ typed: String, in folders: [String], action: Action) throws -> String {
         let places = folders.map { FileSystem.baseName(of: $0) }.joined(separator: ", ")
-        throw ControlError(message: "cannot \(action.rawValue) \(name): no such job in \(places)")
+        return try JobLookup.find(typed, in: folders, verb: action.rawValue, places: places)
     }
 
     /// rename(2) into `folder`, never replacing: `x.url`, else `x.1.url`, …

@@ -14,6 +14,12 @@ public struct SpoolStatus: Sendable {
     public var heldStates: [String: StatusRecord] = [:]
     /// The newest status records of done/ and failed/, newest first.
     public var recent: [StatusRecord]
+    /// Agents whose work folder's lock nobody holds (AgentLiveness): their jobs are orphaned until
+    /// an agent adopts them, and their state files' progress is stale.
+    public var goneAgents: Set<String> = []
+
+    /// Whether `record` (of `active` or `waiting`) belongs to an agent that is gone.
+    public func isOrphaned(_ record: StatusRecord) -> Bool { goneAgents.contains(record.agent) }
 
     public static func read(config: Config, recentLimit: Int = 20) -> SpoolStatus {
         let root = Agent.absolute(config.spool)
@@ -21,12 +27,21 @@ public struct SpoolStatus: Sendable {
         let inboxCount = spool.scanInbox().count
         var active: [StatusRecord] = []
         var waiting: [StatusRecord] = []
+        var gone: Set<String> = []
         for agent in ((try? FileSystem.entries(of: spool.workRoot)) ?? []).map(\.name) where !agent.hasPrefix(".") {
             let folder = spool.workRoot + "/" + agent
-            for name in ((try? FileSystem.entries(of: folder)) ?? []).map(\.name) where Spool.isJobName(name) {
-                let record = readRecord(folder + "/" + Spool.stateName(forJob: name))
+            let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name).filter(Spool.isJobName)
+            let alive = names.isEmpty || AgentLiveness.isAlive(workFolder: folder)
+            if !alive { gone.insert(agent) }
+            for name in names {
+                var record = readRecord(folder + "/" + Spool.stateName(forJob: name))
                     ?? StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agent,
                                     submitted: "")
+                // The folder says whose it is; its stale speed is not shown for a gone agent.
+                record.agent = agent
+                if !alive {
+                    for index in record.downloads.indices { record.downloads[index].bytesPerSecond = nil }
+                }
                 if record.state == .running { active.append(record) } else { waiting.append(record) }
             }
         }
@@ -45,7 +60,8 @@ public struct SpoolStatus: Sendable {
         }
         let recent = finished.sorted { $0.modified > $1.modified }.prefix(recentLimit).compactMap { readRecord($0.path) }
         return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
-                           waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent)
+                           waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent,
+                           goneAgents: gone)
     }
 
     /// The number of jobs in a hold/ folder (one readdir(3)); 0 when it cannot be read.
@@ -59,10 +75,20 @@ public struct SpoolStatus: Sendable {
         return StatusRecord.decode(bytes)
     }
 
-    /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent` (docs/cli.md).
+    /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent` (docs/cli.md); each entry
+    /// of `active` and `waiting` also says `agent_alive`.
     public func json() -> String {
         func list(_ records: [StatusRecord]) -> String {
             "[" + records.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",\n") + "]"
+        }
+        func claimed(_ records: [StatusRecord]) -> String {
+            "[" + records.map { record in
+                var text = String(decoding: record.encoded().dropLast(), as: UTF8.self)
+                while text.last?.isWhitespace == true { text.removeLast() }
+                if text.last == "}" { text.removeLast() }
+                while text.last?.isWhitespace == true { text.removeLast() }
+                return text + ",\n  \"agent_alive\": \(!isOrphaned(record))\n}"
+            }.joined(separator: ",\n") + "]"
         }
         let heldRecords = held.map { name in
             guard var record = heldStates[name] else {
@@ -73,7 +99,7 @@ public struct SpoolStatus: Sendable {
             record.retryAt = nil
             return record
         }
-        return "{\n\"inbox\": \(inbox),\n\"active\": \(list(active)),\n\"waiting\": \(list(waiting)),\n"
+        return "{\n\"inbox\": \(inbox),\n\"active\": \(claimed(active)),\n\"waiting\": \(claimed(waiting)),\n"
             + "\"held\": \(list(heldRecords)),\n\"recent\": \(list(recent))\n}"
     }
 

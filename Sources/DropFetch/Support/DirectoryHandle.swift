@@ -46,7 +46,8 @@ final class DirectoryHandle {
             throw SystemError(code: EINVAL, operation: "open folder (not a single path component)", path: path + "/" + name)
         }
         let child = path + "/" + name
-        if create, mkdirat(descriptor, name, 0o755) != 0 {
+        // Group-writable where the umask allows (the service's 0007), as FileSystem.makeDirectories.
+        if create, mkdirat(descriptor, name, 0o775) != 0 {
             let code = dfl_errno()
             if code != EEXIST { throw SystemError(code: code, operation: "mkdir", path: child) }
         }

@@ -4,8 +4,9 @@ import Glibc
 /// Thin wrappers over the path-based system calls the spool and transfers use.
 enum FileSystem {
     /// mkdir -p: creates each missing component (mkdir(2)); an existing component must be a real
-    /// folder (lstat(2)), so a planted symlink is refused rather than followed.
-    static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+    /// folder (lstat(2)), so a planted symlink is refused rather than followed. The mode is cut by
+    /// the umask: 0755 under 022, 0770 under the service's 0007 (group members move jobs).
+    static func makeDirectories(_ path: String, mode: mode_t = 0o775) throws(SystemError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             current += "/" + component

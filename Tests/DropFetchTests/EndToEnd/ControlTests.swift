@@ -153,7 +153,7 @@ struct AddCommandTests {
         let body = TestHTTPServer.randomBytes(4_000, seed: 80)
         server.serve("/a.bin", body: body)
         let fixture = try SpoolFixture()
-        #expect(try fixture.runCLI(["add", server.url("/gone.bin"), server.url("/a.bin"), "--priority", "5", "--out", "named.bin"]) == 0)
+        #expect(try fixture.runCLI(["add", server.url("/gone.bin"), server.url("/a.bin"), "--mirrors", "--priority", "5", "--out", "named.bin"]) == 0)
         #expect(fixture.jobs(in: "inbox").count == 1)
         #expect(fixture.names(in: "inbox").allSatisfy { !$0.hasPrefix(".") })
         #expect(try fixture.runCLI(["add", "http://x/\nhttp://evil/"]) == 2)

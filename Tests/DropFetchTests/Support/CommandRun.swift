@@ -42,8 +42,16 @@ struct CommandRun {
         for (name, value) in environment { variables[name] = value }
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
+        if program == SpoolFixture.binary, SystemConfigIsolation.needed(arguments, variables) {
+            // The machine's /etc/dropfetch/config.yaml must not stand in for the built-in defaults.
+            guard SystemConfigIsolation.possible else { throw CommandRunError.systemConfigPresent }
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = ["-m", "--propagation", "private", "sh", "-c",
+                                 "mount -t tmpfs -o mode=0755 tmpfs /etc/dropfetch && exec \"$0\" \"$@\"", program] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+        }
         process.environment = variables
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
         process.standardOutput = out
@@ -70,4 +78,28 @@ struct CommandRun {
 
 enum CommandRunError: Error {
     case timedOut([String])
+    case systemConfigPresent
+}
+
+/// Tests never read this machine's config: a run of the binary that would fall back to an
+/// installed `/etc/dropfetch/config.yaml` (no `--config`, no `$DROPFETCH_CONFIG`) gets an empty
+/// tmpfs over `/etc/dropfetch` in a private mount namespace (root and unshare(1)); where that
+/// cannot be done, tests that need the built-in defaults are not run (`possible`).
+enum SystemConfigIsolation {
+    static let systemFolder = "/etc/dropfetch"
+
+    /// Whether a config is installed that this run would read.
+    static func needed(_ arguments: [String], _ environment: [String: String]) -> Bool {
+        guard !arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }),
+              (environment["DROPFETCH_CONFIG"] ?? "").isEmpty else { return false }
+        var info = stat()
+        return lstat(systemFolder + "/config.yaml", &info) == 0
+    }
+
+    /// Whether tests relying on the built-in defaults can run here.
+    static let possible: Bool = {
+        var info = stat()
+        guard lstat(systemFolder + "/config.yaml", &info) == 0 else { return true }
+        return getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+    }()
 }
