@@ -239,7 +239,7 @@ final class PartFile {
                                          key: RecordKey) throws(SystemError) -> (inode: UInt64, size: Int) {
         let temp = "." + name + ".tmp"
         try? folder.removeIfPresent(temp)
-        let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         let image = ResumeRecordFile.image(record, key: key)
         do {
             try file.write(image)
