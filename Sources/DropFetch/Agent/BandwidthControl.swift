@@ -26,14 +26,9 @@ final class BandwidthControl: AgentPart {
         /// Its job (a class: the download's status is updated in place), and the download's index.
         let job: Job?
         let download: Int
-        /// Its `max-download-limit`, raised to `ownLimitFloor`.
+        /// Its `max-download-limit` (at least 1K: JobFileParser refuses less).
         let ownLimit: Int64?
     }
-
-    /// The least a job's own `max-download-limit` holds a transfer to: twice the `low_speed`
-    /// rate, so that the low-speed rule applies in full to a transfer only the job limits
-    /// (`hookLimit` relaxes it to half the share) and a job file cannot keep a slot at a crawl.
-    private var ownLimitFloor: Int64 { max(DownloadSpec.minimumDownloadLimit, 2 * config.limits.lowSpeed.bytesPerSecond) }
 
     /// Every running transfer by easy-handle key: the only place in this file that reads the
     /// agent's transfer table.
@@ -41,7 +36,7 @@ final class BandwidthControl: AgentPart {
         var result: [Int: MeteredTransfer] = [:]
         for (transfer, unit) in table.allTransfers {
             let job = table.job(unit.job)
-            let ownLimit = job?.downloads[unit.download].spec.maxDownloadLimit.map { max($0, ownLimitFloor) }
+            let ownLimit = job?.downloads[unit.download].spec.maxDownloadLimit.map { max($0, DownloadSpec.minimumDownloadLimit) }
             result[transfer.easy.key] = MeteredTransfer(transfer: transfer, className: job?.record.className ?? "default",
                                                         job: job, download: unit.download, ownLimit: ownLimit)
         }
@@ -120,8 +115,7 @@ final class BandwidthControl: AgentPart {
     /// Installs or removes the write callback's budget check, and keeps the low-speed limit
     /// (CURLOPT_LOW_SPEED_LIMIT) within reach of the transfer's share: a transfer that the agent
     /// holds to 20 KB/s cannot keep a 50 KB/s low-speed rule, so under a limit the rule asks for half
-    /// the share it gets when every transfer wants all it can. A job's own limit never lowers the
-    /// rule (`ownLimitFloor`); only the config's shared limits can.
+    /// the share it gets when every transfer wants all it can.
     private func hookLimit(_ transfer: Transfer, key: Int) {
         let configured = config.limits.lowSpeed.bytesPerSecond
         guard bandwidth.isLimited(key) else {
