@@ -26,7 +26,7 @@ public enum SpoolControl {
         switch action {
         case .hold:
             let source = try find(name, in: inboxAndWork(spool), action: action)
-            let state = readState(besideJob: source)
+            let state = readState(besideJob: source, agent: spool.agentID)
             let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
             let holdFolder = folder.isEmpty ? spool.hold : spool.hold + "/" + folder
             try FileSystem.makeDirectories(holdFolder)
@@ -34,7 +34,15 @@ public enum SpoolControl {
             var parked: String?
             if let state {
                 let temp = holdFolder + "/." + FileSystem.baseName(of: state.path) + ".hold.tmp"
-                if (try? FileSystem.rename(state.path, to: temp)) != nil { parked = temp }
+                if state.released {
+                    // A released job's sidecar is an inbox writer's file: only its checked hints go to hold/.
+                    if (try? AtomicFile.writeTemp(state.record.encoded(), at: temp, mode: 0o644, durable: false)) != nil {
+                        parked = temp
+                        try? FileSystem.removeIfPresent(state.path)
+                    }
+                } else if (try? FileSystem.rename(state.path, to: temp)) != nil {
+                    parked = temp
+                }
             }
             let target = try move(source, into: holdFolder)
             if let parked {
@@ -81,7 +89,7 @@ public enum SpoolControl {
     /// Files the job in failed/ as `cancelled` and removes the partial data it owns.
     private static func cancel(_ name: String, spool: Spool, config: Config) throws -> String {
         let source = try find(name, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel)
-        let stateFile = readState(besideJob: source)
+        let stateFile = readState(besideJob: source, agent: spool.agentID)
         let state = stateFile?.record
         let claim = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) } ?? 0
         let spec = JobFileReader.read(source, limit: config.limits.maxJobFileSize).flatMap { bytes in
@@ -189,15 +197,16 @@ public enum SpoolControl {
         throw ControlError(message: "no free name for \(source) in \(folder)")
     }
 
-    /// The state file beside a job: `x.state.json` in work/ and hold/, `.x.state.json` in the inbox.
-    private static func readState(besideJob jobPath: String) -> (path: String, record: StatusRecord)? {
+    /// The state file beside a job: `x.state.json` in work/ and hold/, or in the inbox the hidden
+    /// `.x.state.json` of a released job, of which only the checked hints count (`ReleasedState`).
+    private static func readState(besideJob jobPath: String, agent: String) -> (path: String, record: StatusRecord, released: Bool)? {
         let folder = FileSystem.directoryName(of: jobPath)
         let name = FileSystem.baseName(of: jobPath)
-        for path in [folder + "/" + Spool.stateName(forJob: name), folder + "/" + Spool.releasedStateName(forJob: name)] {
-            guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
-                  let bytes = try? file.readAll(limit: 1 << 22), let record = StatusRecord.decode(bytes) else { continue }
-            return (path, record)
-        }
-        return nil
+        let statePath = folder + "/" + Spool.stateName(forJob: name)
+        if let record = Spool.readRecord(at: statePath) { return (statePath, record, false) }
+        let sidecar = folder + "/" + Spool.releasedStateName(forJob: name)
+        guard let file = try? UntrustedFile.read(atPath: sidecar, limit: StatusRecord.maxFileSize),
+              let hints = ReleasedState.parse(file.bytes, now: Int64(time(nil))) else { return nil }
+        return (sidecar, hints.record(job: name, agent: agent), true)
     }
 }
