@@ -43,7 +43,7 @@ final class JobIntake: AgentPart {
     /// Logs a folder that could not be listed, and each routing folder too deep to be read once.
     private func noteScanProblems(_ scan: Spool.InboxScan) {
         scanFailure = scan.failure
-        if let failure = scan.failure { logger.error("cannot read the inbox, trying again at the next scan: \(failure)") }
+        if let failure = scan.failure { logger.error("cannot read the inbox (read again at the next scan or run): \(failure)") }
         for folder in scan.tooDeep where spool.reportedDeepFolders.insert(folder).inserted {
             logger.warning("routing folder is more than \(Spool.InboxScan.maxDepth) folders deep: its jobs are not read",
                            metadata: ["folder": "\(folder)"])
@@ -174,7 +174,7 @@ final class JobIntake: AgentPart {
         case .failure(.transient(let error)):
             // Not the file's fault: it stays in work/ and is admitted again by the next recovery.
             unreadClaims += 1
-            return logger.error("cannot read job file, trying again at the next scan: \(error)",
+            return logger.error("cannot read job file (read again at the next scan or run): \(error)",
                                 metadata: ["job": "\(jobName)"])
         case .failure(.invalid(let error)):
             return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
