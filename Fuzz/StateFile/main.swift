@@ -34,6 +34,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     if record.downloads.contains(where: { $0.state == .done || $0.file != nil }) {
         violated("a result came from the file: \(record.downloads)")
     }
-    if ReleasedState.parse(record.encoded(), now: now) != hints { violated("the hints do not survive a round trip: \(hints)") }
+    // A missing arrival is written as the real time (after the fixed `now`): compared without it.
+    if var again = ReleasedState.parse(record.encoded(), now: now) {
+        if hints.submitted == nil { again.submitted = nil }
+        if again != hints { violated("the hints do not survive a round trip: \(hints) came back as \(again)") }
+    } else {
+        violated("the agent's own record of the hints does not parse: \(hints)")
+    }
     return 0
 }
