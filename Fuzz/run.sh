@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of Fuzz/ into .build-fuzz/ and runs each for FUZZ_SECONDS (default 600).
 #
-# Usage: Fuzz/run.sh [jobfile] [config] [headers]        (no names: all three, one after another)
+# Usage: Fuzz/run.sh [jobfile] [config] [headers] [statefile]   (no names: all four, one after another)
 # Environment:
-#   FUZZ_SECONDS=600      run time per target (-max_total_time); 0 builds only
+#   FUZZ_SECONDS=600      run time per target (-max_total_time); 0 builds each and runs it once over its
+#                         seed corpus (-runs=0: no mutation, a few seconds)
 #   FUZZ_NICE=10          nice level of the fuzzers
 #   FUZZ_TIMEOUT=25       seconds one input may take before libFuzzer calls it a hang
 #   FUZZ_SWIFTFLAGS="-O"  optimisation flags for swiftc (e.g. "-Onone" for clearer stacks)
@@ -29,11 +30,11 @@ if [[ -z ${SWIFTC:-} ]]; then
 fi
 swift_bin=$(dirname "$SWIFTC")
 
-declare -A target_dirs=([jobfile]=JobFile [config]=Config [headers]=ResponseHeaders)
+declare -A target_dirs=([jobfile]=JobFile [config]=Config [headers]=ResponseHeaders [statefile]=StateFile)
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(jobfile config headers)
+[[ ${#targets[@]} -gt 0 ]] || targets=(jobfile config headers statefile)
 for name in "${targets[@]}"; do
-  [[ -n ${target_dirs[$name]:-} ]] || { echo "run.sh: unknown target '$name' (jobfile, config, headers)" >&2; exit 2; }
+  [[ -n ${target_dirs[$name]:-} ]] || { echo "run.sh: unknown target '$name' (jobfile, config, headers, statefile)" >&2; exit 2; }
 done
 
 mkdir -p "$out"
@@ -83,12 +84,14 @@ build() {
 }
 
 for name in "${targets[@]}"; do build "$name"; done
-[[ $seconds -gt 0 ]] || exit 0
 
 # Swift's own crash backtracer would hold the crashing process; libFuzzer and ASan print the stack instead.
 export SWIFT_BACKTRACE=enable=no
 [[ -x $swift_bin/llvm-symbolizer ]] && export ASAN_SYMBOLIZER_PATH="$swift_bin/llvm-symbolizer"
-if [[ ${FUZZ_KEEP_GOING:-0} == 1 ]]; then
+if [[ $seconds -eq 0 ]]; then
+  # Each input of the seed corpus once, no mutation: the harness and its invariants still hold on the seeds.
+  mode=(-jobs=1 -runs=0)
+elif [[ ${FUZZ_KEEP_GOING:-0} == 1 ]]; then
   mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 else
   mode=(-jobs=1)
@@ -111,8 +114,10 @@ for name in "${targets[@]}"; do
     [[ -e $corpus/${seed##*/} ]] || cp "$seed" "$corpus/"
   done
   echo "== fuzzing $name for ${seconds}s (output: $work/)"
+  duration=(-max_total_time="$seconds")
+  [[ $seconds -gt 0 ]] || duration=()
   status=0
-  (cd "$work" && nice -n "$nice_level" "$out/fuzz-$name" "${mode[@]}" -max_total_time="$seconds" -max_len=65536 \
+  (cd "$work" && nice -n "$nice_level" "$out/fuzz-$name" "${mode[@]}" ${duration[@]+"${duration[@]}"} -max_len=65536 \
     -rss_limit_mb=2048 -timeout="$timeout" -print_final_stats=1 -artifact_prefix="$work/" "$corpus") \
     >"$work/libfuzzer.out" 2>&1 || status=$?
   if [[ ${mode[0]} == -jobs=1 ]]; then

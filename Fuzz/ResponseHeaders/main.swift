@@ -95,7 +95,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             if let colon = text.firstIndex(of: ":") {
                 let value = String(text[text.index(after: colon)...])
                 _ = checkContentRange(value)
-                _ = ResponseHeaders.parseHTTPDate(value.trimmingWhitespace())
+                // libcurl parses Retry-After's HTTP-date itself (CURLINFO_RETRY_AFTER); its seconds are capped here.
+                if let seconds = Int64(value.trimmingWhitespace()), let delay = RetryAfter.capped(seconds: seconds),
+                   delay > .seconds(RetryAfter.maxSeconds) {
+                    violated("Retry-After \(seconds) gave \(delay), over the cap")
+                }
             }
         }
     }

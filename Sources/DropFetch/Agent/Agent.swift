@@ -244,6 +244,8 @@ public final class Agent {
         if filer.handledFailure { return .failed }
         // A job still indexed in the inbox waits for a claim that failed to be tried again.
         if !table.isEmpty || intake.inbox.unsettledCount > 0 || intake.inbox.count > 0 { return .retriesPending }
+        // An inbox that could not be listed, or a claimed job file left unread (EMFILE), is work left.
+        if intake.scanFailure != nil || intake.unreadClaims > 0 { return .retriesPending }
         return .success
     }
 

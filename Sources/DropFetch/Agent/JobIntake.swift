@@ -24,11 +24,29 @@ final class JobIntake: AgentPart {
     /// once they may have settled (a writer may still be at work).
     func scanInbox() {
         let now = Agent.wallNanoseconds()
-        let entries = spool.scanInbox().sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
+        let scan = spool.scanInboxReporting()
+        noteScanProblems(scan)
+        let entries = scan.entries.sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
         for entry in entries where !inbox.contains(entry.relativePath) {
             if inbox.scanned(entry.relativePath, modified: entry.modified, now: now) {
                 index(entry.relativePath, arrival: entry.modified, settled: true)
             }
+        }
+    }
+
+    /// The last scan's failure to list a folder of the inbox, if any: a `run --once` that could
+    /// not read its inbox does not exit 0 (EX_TEMPFAIL, docs/cli.md).
+    private(set) var scanFailure: SystemError?
+    /// Claimed job files left unread in work/ for want of descriptors (`JobFileReader.Failure.transient`).
+    private(set) var unreadClaims = 0
+
+    /// Logs a folder that could not be listed, and each routing folder too deep to be read once.
+    private func noteScanProblems(_ scan: Spool.InboxScan) {
+        scanFailure = scan.failure
+        if let failure = scan.failure { logger.error("cannot read the inbox (read again at the next scan or run): \(failure)") }
+        for folder in scan.tooDeep where spool.reportedDeepFolders.insert(folder).inserted {
+            logger.warning("routing folder is more than \(Spool.InboxScan.maxDepth) folders deep: its jobs are not read",
+                           metadata: ["folder": "\(folder)"])
         }
     }
 
@@ -52,14 +70,16 @@ final class JobIntake: AgentPart {
         var className = "default"
         var host = ""
         var arrivalTime = arrival
-        if case .success(let bytes) = JobFileReader.read(spool.inbox + "/" + path, limit: config.limits.maxJobFileSize),
-           let spec = try? JobFileParser.parse(bytes) {
+        let entry = Spool.InboxEntry(relativePath: path, modified: 0)
+        if let routing = try? spool.routingFolder(entry.folder),
+           case .success(let contents) = JobFileReader.contents(of: entry.name, in: routing, limit: config.limits.maxJobFileSize),
+           let spec = try? JobFileParser.parse(contents.bytes) {
             let found = (try? config.resolveClass(spec: spec, folder: folder).get()) ?? nil
             className = found?.name ?? "default"
             priority = spec.priority ?? found?.priority ?? 0
             host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
         }
-        if let released = spool.releasedState(of: path), let submitted = Timestamp.parse(released.submitted) {
+        if let submitted = spool.releasedState(of: path)?.submitted {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()
@@ -91,10 +111,15 @@ final class JobIntake: AgentPart {
                 }
                 claimFailures[candidate.path] = nil
                 logger.debug("claimed \(candidate.path)")
-                admit(workName: workName, jobName: previous?.job ?? claim.entry.name, folder: claim.entry.folder,
+                // The job's name is its job file's name; a released state brings hints only.
+                admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
                       previous: previous, arrival: candidate.arrival, contents: contents)
             case .gone:
                 claimFailures[candidate.path] = nil
+            case .notFollowed(let error):
+                claimFailures[candidate.path] = nil
+                logger.warning("job not claimed: its routing folder is not a folder in the inbox any more",
+                               metadata: ["job": "\(candidate.path)", "error": "\(error)"])
             case .failed(let error):
                 retryClaim(candidate, entry, error)
             }
@@ -135,7 +160,7 @@ final class JobIntake: AgentPart {
     /// Reads, validates and queues a job that is now in `work/<agent>/`; an invalid one is filed
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
     func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
-               contents read: Result<JobFileReader.Contents, JobFileError>? = nil) {
+               contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
         let now = Timestamp.now()
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
@@ -145,8 +170,13 @@ final class JobIntake: AgentPart {
         let spec: JobSpec
         // The claim is the inode the file was read from: one open and one fstat(2), no lstat(2).
         let claim: UInt64
-        switch read ?? JobFileReader.contents(of: spool.work + "/" + workName, limit: config.limits.maxJobFileSize) {
-        case .failure(let error):
+        switch read ?? spool.readClaimedJob(workName, limit: config.limits.maxJobFileSize) {
+        case .failure(.transient(let error)):
+            // Not the file's fault: it stays in work/ and is admitted again by the next recovery.
+            unreadClaims += 1
+            return logger.error("cannot read job file (read again at the next scan or run): \(error)",
+                                metadata: ["job": "\(jobName)"])
+        case .failure(.invalid(let error)):
             return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
         case .success(let contents):
             claim = contents.inode

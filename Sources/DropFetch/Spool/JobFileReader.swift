@@ -1,8 +1,8 @@
 import Glibc
 
-/// Reads a claimed job file safely: opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat(2)
-/// (regular file, one link, size within the limit) before a byte is read, then read into one
-/// buffer sized from that fstat.
+/// Reads a job file safely through `UntrustedFile`: opened with O_NOFOLLOW | O_NONBLOCK and
+/// checked with fstat(2) (regular file, one link, size within the limit) before a byte is read,
+/// then read into one buffer sized from that fstat.
 ///
 /// Any `limit` is safe, Int64.max included: reading stops one byte past it (or at the end of the file).
 enum JobFileReader {
@@ -12,41 +12,56 @@ enum JobFileReader {
         var inode: UInt64
     }
 
+    /// Why a job file was not read.
+    enum Failure: Error {
+        /// The file is not a job file (`invalid_job`).
+        case invalid(JobFileError)
+        /// The agent is out of descriptors or memory (EMFILE, ENFILE): not the file's fault; read
+        /// it again later.
+        case transient(SystemError)
+
+        var jobFileError: JobFileError {
+            switch self {
+            case .invalid(let error): return error
+            case .transient(let error): return JobFileError(line: nil, message: "cannot read job file: \(error)")
+            }
+        }
+    }
+
     static func read(_ path: String, limit: Int64) -> Result<[UInt8], JobFileError> {
         contents(of: path, limit: limit).map(\.bytes)
     }
 
     /// The file's bytes and inode, from one open, one fstat(2) and the reads to its end.
     static func contents(of path: String, limit: Int64) -> Result<Contents, JobFileError> {
-        let limit = max(limit, 0)
-        let file: FileDescriptor
+        contents(of: path, in: AT_FDCWD, describing: path, limit: limit).mapError(\.jobFileError)
+    }
+
+    /// `contents` of `name` in `folder`, read through the folder's descriptor.
+    static func contents(of name: String, in folder: DirectoryHandle, limit: Int64) -> Result<Contents, Failure> {
+        contents(of: name, in: folder.descriptor, describing: folder.path + "/" + name, limit: limit)
+    }
+
+    private static func contents(of name: String, in folder: Int32, describing path: String,
+                                 limit: Int64) -> Result<Contents, Failure> {
+        let limit = Int(clamping: max(limit, 0))
         do {
-            file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-        } catch where error.code == ELOOP {
-            return .failure(JobFileError(line: nil, message: "job file is a symbolic link"))
+            let file = try UntrustedFile.read(name, in: folder, describing: path, limit: limit, singleLink: true)
+            return .success(Contents(bytes: file.bytes, inode: file.inode))
         } catch {
-            return .failure(JobFileError(line: nil, message: "cannot open job file: \(error)"))
+            if error.isTransient, case .system(let cause) = error { return .failure(.transient(cause)) }
+            return .failure(.invalid(JobFileError(line: nil, message: message(for: error, limit: limit))))
         }
-        do {
-            let info = try file.status()
-            guard (info.st_mode & S_IFMT) == S_IFREG else {
-                return .failure(JobFileError(line: nil, message: "job file is not a regular file"))
-            }
-            guard info.st_nlink == 1 else {
-                return .failure(JobFileError(line: nil, message: "job file has \(info.st_nlink) hard links"))
-            }
-            guard Int64(info.st_size) <= limit else {
-                return .failure(JobFileError(line: nil, message: "job file is \(info.st_size) bytes, over max_job_file_size (\(limit))"))
-            }
-            // One byte more than the limit shows a file that grew after fstat(2); saturates at Int.max.
-            let (readLimit, overflow) = Int(clamping: limit).addingReportingOverflow(1)
-            let bytes = try file.read(upTo: overflow ? Int.max : readLimit, expected: Int(info.st_size))
-            guard bytes.count <= limit else {
-                return .failure(JobFileError(line: nil, message: "job file is over max_job_file_size (\(limit))"))
-            }
-            return .success(Contents(bytes: bytes, inode: UInt64(info.st_ino)))
-        } catch {
-            return .failure(JobFileError(line: nil, message: "cannot read job file: \(error)"))
+    }
+
+    private static func message(for refusal: UntrustedFile.Refusal, limit: Int) -> String {
+        switch refusal {
+        case .missing: return "cannot open job file: no such file"
+        case .symbolicLink: return "job file is a symbolic link"
+        case .notRegular: return "job file is not a regular file"
+        case .hardLinked(let links): return "job file has \(links) hard links"
+        case .tooLarge(let size, _): return "job file is \(size) bytes, over max_job_file_size (\(limit))"
+        case .system(let error): return error.operation == "open" ? "cannot open job file: \(error)" : "cannot read job file: \(error)"
         }
     }
 }

@@ -32,6 +32,12 @@ final class Spool {
     /// not probe from 1 each time.
     private var nextRecordNumber: [String: Int] = [:]
     private var folderHandles: [String: DirectoryHandle] = [:]
+    /// The inbox and this agent's work folder, opened by `open()` and never replaced: the claim
+    /// worker reads them while the loop runs.
+    private(set) var inboxFolder: DirectoryHandle?
+    private(set) var workFolder: DirectoryHandle?
+    /// Routing folders found deeper than `InboxScan.maxDepth` and already reported.
+    var reportedDeepFolders: Set<String> = []
     var crashPlan: CrashPlan?
 
     init(root: String, agentID: String, durable: Bool) {
@@ -55,6 +61,8 @@ final class Spool {
                 throw SpoolError.agentRunning(agentID, work)
             }
             lock = file
+            inboxFolder = try DirectoryHandle.openRoot(inbox, create: false)
+            workFolder = try DirectoryHandle.openRoot(work, create: false)
             guard access(root, W_OK) == 0, access(work, W_OK) == 0 else {
                 throw SystemError.current("access (write)", work)
             }
@@ -78,30 +86,6 @@ final class Spool {
         return false
     }
 
-    /// Lists every job file under the inbox (recursively); dot-files and non-`.url` names are skipped.
-    func scanInbox() -> [InboxEntry] {
-        var result: [InboxEntry] = []
-        scan(folder: "", into: &result, depth: 0)
-        return result
-    }
-
-    private func scan(folder: String, into result: inout [InboxEntry], depth: Int) {
-        let path = folder.isEmpty ? inbox : inbox + "/" + folder
-        guard depth < 16, let entries = try? FileSystem.entries(of: path) else { return }
-        for entry in entries where !entry.name.hasPrefix(".") {
-            let relative = folder.isEmpty ? entry.name : folder + "/" + entry.name
-            let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)
-            if isDirectory {
-                scan(folder: relative, into: &result, depth: depth + 1)
-            } else if Spool.isJobName(entry.name) {
-                let modified = (try? FileSystem.lstatus(path + "/" + entry.name)).map {
-                    Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
-                } ?? 0
-                result.append(InboxEntry(relativePath: relative, modified: modified))
-            }
-        }
-    }
-
     /// A job file's name: not hidden, ending in `.url` in any case (`X.URL` from a Windows share), with a stem.
     static func isJobName(_ name: String) -> Bool {
         let bytes = name.utf8
@@ -109,27 +93,6 @@ final class Spool {
         let suffix = bytes.suffix(4)
         return suffix.first == UInt8(ascii: ".")
             && FileName.asciiLowercased(String(decoding: suffix.dropFirst(), as: UTF8.self)) == "url"
-    }
-
-    /// Moves a job from the inbox into this agent's work folder (rename(2), never replacing).
-    /// Returns the name in work/, or nil when another agent took it first (ENOENT).
-    ///
-    /// Only this agent creates names in its work folder, so where RENAME_NOREPLACE is missing the
-    /// claim is a rename(2) that only the source's arbitration matters for
-    /// (`FileSystem.moveIntoPrivateFolder`), never link(2) + unlink(2).
-    func claim(_ entry: InboxEntry) throws(SystemError) -> String? {
-        let source = inbox + "/" + entry.relativePath
-        for candidate in Spool.candidateNames(entry.name) {
-            do {
-                try FileSystem.moveIntoPrivateFolder(source, to: work + "/" + candidate)
-                return candidate
-            } catch where error.code == ENOENT {
-                return nil
-            } catch where error.code == EEXIST {
-                continue
-            }
-        }
-        throw SystemError(code: EEXIST, operation: "claim", path: source)
     }
 
     /// `x.url`, `x.1.url`, `x.2.url`, …: record names that never overwrite (invariant 5).
@@ -334,25 +297,6 @@ final class Spool {
         return nil
     }
 
-    /// The hidden state file that `release` puts beside a job in the inbox (`.x.state.json`).
-    static func releasedStateName(forJob name: String) -> String { "." + stateName(forJob: name) }
-
-    /// The state a released job brought back to the inbox, if any.
-    func releasedState(of relativePath: String) -> StatusRecord? {
-        let folder = FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) + "/"
-        let path = inbox + "/" + folder + Spool.releasedStateName(forJob: FileSystem.baseName(of: relativePath))
-        return readRecord(at: path)
-    }
-
-    /// Moves a claimed job's released state from the inbox into the work folder as its state file.
-    func adoptReleasedState(of relativePath: String, as workName: String) -> StatusRecord? {
-        let folder = FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) + "/"
-        let path = inbox + "/" + folder + Spool.releasedStateName(forJob: FileSystem.baseName(of: relativePath))
-        guard let record = readRecord(at: path) else { return nil }
-        try? FileSystem.rename(path, to: statePath(for: workName))
-        return record
-    }
-
     /// A job file in this agent's work folder with a second link (st_nlink 2) is a move that
     /// link(2) + unlink(2) began and a crash interrupted: the claim (twin in the inbox) or the
     /// filing (twin in done/ or failed/) is completed. Returns whether one was found.
@@ -378,10 +322,15 @@ final class Spool {
         return false
     }
 
+    /// A status or state file of the spool, read without blocking or following a symlink
+    /// (`UntrustedFile`): the spool is shared with peers.
     func readRecord(at path: String) -> StatusRecord? {
-        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
-              let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
-        return StatusRecord.decode(bytes)
+        Spool.readRecord(at: path)
+    }
+
+    static func readRecord(at path: String) -> StatusRecord? {
+        guard let file = try? UntrustedFile.read(atPath: path, limit: StatusRecord.maxFileSize) else { return nil }
+        return StatusRecord.decode(file.bytes)
     }
 
     /// Removes dot-temp files (`.x.tmp`, `.x.status.json.123.tmp`) left in the spool folders by writers
@@ -493,8 +442,7 @@ final class Spool {
                 let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
                 guard FileSystem.exists(statusPath) else { break }
                 if FileSystem.exists(folder + "/" + candidate) { continue }
-                guard let bytes = try? FileDescriptor.open(statusPath, flags: O_RDONLY | O_NOFOLLOW).readAll(limit: 1 << 22),
-                      let record = StatusRecord.decode(bytes), record.job == job, record.agent == (agent ?? agentID),
+                guard let record = readRecord(at: statusPath), record.job == job, record.agent == (agent ?? agentID),
                       let finished = record.finished.flatMap(Timestamp.parse), finished >= claimTime else { continue }
                 return (outcome, folder + "/" + candidate)
             }

@@ -22,7 +22,7 @@ public enum SpoolControl {
         switch action {
         case .hold:
             let source = try find(job, in: inboxAndWork(spool), action: action)
-            let state = readState(besideJob: source)
+            let state = readState(besideJob: source, agent: spool.agentID)
             let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
             let holdFolder = folder.isEmpty ? spool.hold : spool.hold + "/" + folder
             try FileSystem.makeDirectories(holdFolder)
@@ -30,7 +30,15 @@ public enum SpoolControl {
             var parked: String?
             if let state {
                 let temp = holdFolder + "/." + FileSystem.baseName(of: state.path) + ".hold.tmp"
-                if (try? FileSystem.rename(state.path, to: temp)) != nil { parked = temp }
+                if state.released {
+                    // A released job's sidecar is an inbox writer's file: only its checked hints go to hold/.
+                    if (try? AtomicFile.writeTemp(state.record.encoded(), at: temp, mode: 0o644, durable: false)) != nil {
+                        parked = temp
+                        try? FileSystem.removeIfPresent(state.path)
+                    }
+                } else if (try? FileSystem.rename(state.path, to: temp)) != nil {
+                    parked = temp
+                }
             }
             let target = try move(source, into: holdFolder)
             if let parked {
@@ -42,7 +50,7 @@ public enum SpoolControl {
             let relative = String(FileSystem.directoryName(of: source).dropFirst(spool.hold.count))
             let folder = spool.inbox + relative
             try FileSystem.makeDirectories(folder)
-            return try release(source, into: folder)
+            return try release(source, into: folder, agent: spool.agentID)
         case .retry:
             let source = try find(job, in: [spool.failed] + workFolders(spool), action: action)
             guard source.hasPrefix(spool.failed + "/") else { return try retryNow(source, spool: spool) }
@@ -78,20 +86,20 @@ public enum SpoolControl {
     /// it leave (inotify) and keeps its partial data.
     private static func retryNow(_ source: String, spool: Spool) throws -> String {
         let name = FileSystem.baseName(of: source)
-        guard let state = readState(besideJob: source), state.record.state == .waiting || state.record.retryAt != nil else {
+        guard let state = readState(besideJob: source, agent: spool.agentID), state.record.state == .waiting || state.record.retryAt != nil else {
             throw ControlError(message: "cannot retry \(String(name.dropLast(4))): it is not waiting for a retry "
                 + "(retry takes a failed job or one that waits)")
         }
         let folder = state.record.folder.map { $0.isEmpty ? spool.inbox : spool.inbox + "/" + $0 } ?? spool.inbox
         try FileSystem.makeDirectories(folder)
-        return try release(source, into: folder)
+        return try release(source, into: folder, agent: spool.agentID)
     }
 
     /// Puts a held (or waiting) job back with its state, which the next claim takes up (arrival
     /// time, attempts, partial data) but without its retry time: a released job is due now. The
     /// state is written first, as `.x.state.json`, so that no agent claims the job without it.
-    private static func release(_ source: String, into folder: String) throws -> String {
-        var state = readState(besideJob: source)
+    private static func release(_ source: String, into folder: String, agent: String) throws -> String {
+        var state = readState(besideJob: source, agent: agent)
         state?.record.retryAt = nil
         if state?.record.state == .waiting || state?.record.state == .running { state?.record.state = .queued }
         for candidate in Spool.candidateNames(FileSystem.baseName(of: source)) {
@@ -115,7 +123,7 @@ public enum SpoolControl {
     private static func cancel(_ typed: String, spool: Spool, config: Config) throws -> String {
         let source = try find(typed, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel)
         let name = FileSystem.baseName(of: source)
-        let stateFile = readState(besideJob: source)
+        let stateFile = readState(besideJob: source, agent: spool.agentID)
         let state = stateFile?.record
         let claim = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) } ?? 0
         let spec = JobFileReader.read(source, limit: config.limits.maxJobFileSize).flatMap { bytes in
@@ -226,15 +234,16 @@ public enum SpoolControl {
         throw ControlError(message: "no free name for \(source) in \(folder)")
     }
 
-    /// The state file beside a job: `x.state.json` in work/ and hold/, `.x.state.json` in the inbox.
-    private static func readState(besideJob jobPath: String) -> (path: String, record: StatusRecord)? {
+    /// The state file beside a job: `x.state.json` in work/ and hold/, or in the inbox the hidden
+    /// `.x.state.json` of a released job, of which only the checked hints count (`ReleasedState`).
+    private static func readState(besideJob jobPath: String, agent: String) -> (path: String, record: StatusRecord, released: Bool)? {
         let folder = FileSystem.directoryName(of: jobPath)
         let name = FileSystem.baseName(of: jobPath)
-        for path in [folder + "/" + Spool.stateName(forJob: name), folder + "/" + Spool.releasedStateName(forJob: name)] {
-            guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
-                  let bytes = try? file.readAll(limit: 1 << 22), let record = StatusRecord.decode(bytes) else { continue }
-            return (path, record)
-        }
-        return nil
+        let statePath = folder + "/" + Spool.stateName(forJob: name)
+        if let record = Spool.readRecord(at: statePath) { return (statePath, record, false) }
+        let sidecar = folder + "/" + Spool.releasedStateName(forJob: name)
+        guard let file = try? UntrustedFile.read(atPath: sidecar, limit: StatusRecord.maxFileSize),
+              let hints = ReleasedState.parse(file.bytes, now: Int64(time(nil))) else { return nil }
+        return (sidecar, hints.record(job: name, agent: agent), true)
     }
 }

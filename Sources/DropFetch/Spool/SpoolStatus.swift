@@ -70,9 +70,7 @@ public struct SpoolStatus: Sendable {
     }
 
     private static func readRecord(_ path: String) -> StatusRecord? {
-        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW),
-              let bytes = try? file.readAll(limit: 1 << 22) else { return nil }
-        return StatusRecord.decode(bytes)
+        Spool.readRecord(at: path)
     }
 
     /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent` (docs/cli.md); each entry

@@ -7,6 +7,9 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
         case queued, running, waiting, done, failed, cancelled
     }
 
+    /// The most a status or state file is read of (UntrustedFile's bound): a few KiB in practice.
+    static let maxFileSize = 1 << 22
+
     public var schema = 1
     /// The name as dropped (`x.url`), also when filed as `x.1.url`.
     public var job: String

@@ -86,12 +86,22 @@ enum FileSystem {
     /// had exactly one winner in 2,000 of 2,000 and, through a mount that still showed the moved
     /// name, failed with ENOENT 300 times of 300 (link(2) succeeded there 300 times of 300).
     static func moveIntoPrivateFolder(_ from: String, to: String) throws(SystemError) {
-        let renamed = try retryingEINTR("rename", from, tolerating: EINVAL, ENOSYS) {
-            dfl_rename_noreplace(AT_FDCWD, from, AT_FDCWD, to)
+        try moveIntoPrivateFolder(AT_FDCWD, from, AT_FDCWD, to, describing: from, to)
+    }
+
+    /// `moveIntoPrivateFolder` relative to two folder descriptors (renameat2(2), else fstatat(2)
+    /// then renameat(2)): the names are single components, never resolved through a symlink.
+    static func moveIntoPrivateFolder(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
+                                      describing source: String, _ target: String) throws(SystemError) {
+        let renamed = try retryingEINTR("rename", source, tolerating: EINVAL, ENOSYS) {
+            dfl_rename_noreplace(fromFolder, from, toFolder, to)
         }
         if renamed != nil { return }
-        if exists(to) { throw SystemError(code: EEXIST, operation: "rename", path: to) }
-        try rename(from, to: to)
+        var info = stat()
+        if fstatat(toFolder, to, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+            throw SystemError(code: EEXIST, operation: "rename", path: target)
+        }
+        _ = try retryingEINTR("rename", source) { renameat(fromFolder, from, toFolder, to) }
     }
 
     static func unlink(_ path: String) throws(SystemError) {

@@ -222,16 +222,13 @@ final class PartFile {
         case none
     }
 
-    /// A record file read as an untrusted one: opened without following a symlink and without
-    /// blocking (a FIFO planted in the destination must not hang a worker), a regular file of at
-    /// most ResumeRecordFile.maxFileSize bytes, its seal verified.
+    /// A record file read as an untrusted one (UntrustedFile: no symlink followed, no blocking
+    /// open of a FIFO planted in the destination, a regular file of at most
+    /// ResumeRecordFile.maxFileSize bytes), its seal verified.
     private static func readRecordFile(_ name: String, in folder: DirectoryHandle, key: RecordKey?) -> RecordRead {
-        guard let file = try? folder.open(name, flags: O_RDONLY | O_NONBLOCK), let info = try? file.status(),
-              (info.st_mode & S_IFMT) == S_IFREG else { return .none }
-        guard info.st_size <= ResumeRecordFile.maxFileSize,
-              let bytes = try? file.read(upTo: ResumeRecordFile.maxFileSize, expected: Int(info.st_size)),
-              let record = ResumeRecordFile.unseal(bytes, key: key) else { return .foreign(inode: UInt64(info.st_ino)) }
-        return .sealed(record, size: bytes.count, inode: UInt64(info.st_ino))
+        guard let file = try? folder.readUntrusted(name, limit: ResumeRecordFile.maxFileSize) else { return .none }
+        guard let record = ResumeRecordFile.unseal(file.bytes, key: key) else { return .foreign(inode: file.inode) }
+        return .sealed(record, size: file.bytes.count, inode: file.inode)
     }
 
     /// Writes a new record file: temp (O_EXCL) → write → rename over `name`; returns its inode and size.

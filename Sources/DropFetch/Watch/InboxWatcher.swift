@@ -1,7 +1,13 @@
 import CLinux
+import Glibc
 
 /// Watches the inbox tree with inotify(7): `IN_CLOSE_WRITE` and `IN_MOVED_TO` announce jobs, new
 /// subfolders get their own watch, and `IN_Q_OVERFLOW` asks for a full rescan.
+///
+/// A routing folder is watched by inode (IN_DONT_FOLLOW | IN_ONLYDIR: never a symlink's target),
+/// and an event from it counts only while that inode is still the folder under its name
+/// (lstat(2): same st_dev and st_ino): a folder moved out of the inbox and replaced by a symlink
+/// keeps its watch, and what is created in it is not a name in the inbox. Its watch is dropped.
 final class InboxWatcher {
     struct Changes {
         /// Job files (relative to the inbox) that may have arrived.
@@ -12,8 +18,15 @@ final class InboxWatcher {
 
     private let inotify: InotifyDescriptor
     private let inbox: String
-    /// Watch descriptor → folder relative to the inbox ("" for the inbox itself).
-    private var folders: [Int32: String] = [:]
+    /// A watched folder: relative to the inbox ("" for the inbox itself), and its inode.
+    private struct Folder {
+        var relative: String
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// Watch descriptor → the folder it was added for.
+    private var folders: [Int32: Folder] = [:]
 
     var fileDescriptor: Int32 { inotify.fileDescriptor }
 
@@ -28,19 +41,28 @@ final class InboxWatcher {
         let path = relative.isEmpty ? inbox : inbox + "/" + relative
         let wd: Int32
         do {
-            wd = try inotify.watch(path, mask: Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE))
+            wd = try inotify.watch(path, mask: Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE)
+                                   | Int32(bitPattern: UInt32(IN_DONT_FOLLOW | IN_ONLYDIR)))
         } catch {
             if relative.isEmpty { throw error }
             return
         }
-        folders[wd] = relative
-        guard depth < 16, let entries = try? FileSystem.entries(of: path) else { return }
+        guard let info = try? FileSystem.lstatus(path) else { return }
+        folders[wd] = Folder(relative: relative, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        guard depth < Spool.InboxScan.maxDepth, let entries = try? FileSystem.entries(of: path) else { return }
         for entry in entries where !entry.name.hasPrefix(".") {
             let child = relative.isEmpty ? entry.name : relative + "/" + entry.name
             if entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name) {
                 try watchTree(child, depth: depth + 1)
             }
         }
+    }
+
+    /// Whether the watched folder is still the one under its name in the inbox.
+    private func isStillInInbox(_ folder: Folder) -> Bool {
+        guard let info = try? FileSystem.lstatus(inbox + "/" + folder.relative) else { return false }
+        return UInt64(info.st_dev) == folder.device && UInt64(info.st_ino) == folder.inode
+            && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// Reads every pending event without blocking.
@@ -51,9 +73,16 @@ final class InboxWatcher {
                 changes.needsRescan = true
                 continue
             }
-            guard let folder = folders[event.watch] else { continue }
+            guard let watched = folders[event.watch] else { continue }
             if event.has(Int32(IN_IGNORED)) {
                 folders[event.watch] = nil
+                continue
+            }
+            let folder = watched.relative
+            if !folder.isEmpty, !isStillInInbox(watched) {
+                folders[event.watch] = nil
+                inotify.unwatch(event.watch)
+                changes.needsRescan = true
                 continue
             }
             guard !event.name.isEmpty, !event.name.hasPrefix(".") else { continue }

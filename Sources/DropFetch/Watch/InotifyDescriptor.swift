@@ -27,6 +27,11 @@ final class InotifyDescriptor {
         try retryingEINTR("inotify_add_watch", path) { inotify_add_watch(descriptor.rawValue, path, UInt32(mask)) }
     }
 
+    /// inotify_rm_watch(2); a watch the kernel already dropped is no error.
+    func unwatch(_ watch: Int32) {
+        _ = inotify_rm_watch(descriptor.rawValue, watch)
+    }
+
     /// Every event queued now (read(2) until EAGAIN).
     func drain() -> [Event] {
         var events: [Event] = []

@@ -1,0 +1,52 @@
+import Glibc
+
+/// What a job released to the inbox brings back (`inbox/.x.state.json`, docs/spool.md "Released
+/// state"), kept to the fields that cannot do harm: any job dropper can plant or edit that file.
+///
+/// Only the arrival time, the attempt count, the next try and whether each download's last
+/// attempt was interrupted are taken, each clamped to a range; the job's name, its folder, its
+/// class, its files and its results are never read from it. A job released with finished
+/// downloads fetches them again, and partial data is found through its resume record as always.
+struct ReleasedState: Equatable {
+    /// Attempts beyond this are clamped: an attempt count only ever grows by one at a time.
+    static let maxAttempts = 10_000
+    /// A next try further away than this is clamped (the cap on `Retry-After`, 7 days).
+    static let maxRetryDelay: Int64 = 7 * 86_400
+    /// Download entries read at most (a job file of 64 KiB holds far fewer).
+    static let maxDownloads = 10_000
+
+    /// Arrival, seconds since the epoch: never after `now`.
+    var submitted: Int64?
+    /// When the job was first started, never after `now`.
+    var started: Int64?
+    var attempts: Int
+    /// When the next attempt is due, within `maxRetryDelay` of `now`.
+    var retryAt: Int64?
+    /// Per download, in order: the last attempt was interrupted while waiting for a retry (it
+    /// goes on without costing one).
+    var waiting: [Bool]
+
+    /// The hints in `bytes` (a state file's JSON), checked against `now`; nil when it is not one.
+    static func parse(_ bytes: [UInt8], now: Int64) -> ReleasedState? {
+        guard let record = StatusRecord.decode(bytes) else { return nil }
+        func past(_ text: String?) -> Int64? {
+            guard let text, let seconds = Timestamp.parse(text), seconds > 0 else { return nil }
+            return min(seconds, now)
+        }
+        let retryAt = record.retryAt.flatMap(Timestamp.parse).map { min(max($0, 0), now + maxRetryDelay) }
+        return ReleasedState(submitted: past(record.submitted), started: past(record.started),
+                             attempts: min(max(record.attempts, 0), maxAttempts), retryAt: retryAt,
+                             waiting: record.downloads.prefix(maxDownloads).map { $0.state == .waiting })
+    }
+
+    /// A state record for the job file named `job` holding these hints and nothing else: what
+    /// `JobIntake.admit` takes up as the job's previous state.
+    func record(job: String, agent: String) -> StatusRecord {
+        var record = StatusRecord(job: job, state: .queued, className: "default", priority: 0, agent: agent,
+                                  submitted: Timestamp.format(seconds: submitted ?? Int64(time(nil))), attempts: attempts)
+        record.started = started.map(Timestamp.format)
+        record.retryAt = retryAt.map(Timestamp.format)
+        record.downloads = waiting.map { DownloadStatus(url: "", file: nil, state: $0 ? .waiting : .queued) }
+        return record
+    }
+}

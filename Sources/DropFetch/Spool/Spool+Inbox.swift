@@ -1,0 +1,152 @@
+import Glibc
+
+/// The inbox side of the spool: listing job files, claiming one, and the hints a released job
+/// brings back. Everything here is read from folders that any job dropper can write: a routing
+/// folder is reached from the inbox's own descriptor one component at a time, never through a
+/// symlink, and every file is read through `UntrustedFile`.
+extension Spool {
+    /// What a scan of the inbox found.
+    struct InboxScan {
+        /// How many routing folders deep a job file may sit (`inbox/a/…/x.url`); deeper ones are
+        /// reported, not read.
+        static let maxDepth = 16
+
+        var entries: [InboxEntry] = []
+        /// A folder that could not be listed (EMFILE at a low `ulimit -n`, EACCES): the inbox
+        /// was not read in full.
+        var failure: SystemError?
+        /// Routing folders deeper than `maxDepth`, relative to the inbox.
+        var tooDeep: [String] = []
+    }
+
+    /// Lists every job file under the inbox (recursively); dot-files and non-`.url` names are skipped.
+    func scanInbox() -> [InboxEntry] {
+        scanInboxReporting().entries
+    }
+
+    /// `scanInbox`, also saying which folders could not be read or were too deep.
+    func scanInboxReporting() -> InboxScan {
+        var result = InboxScan()
+        scan(folder: "", into: &result, depth: 0)
+        return result
+    }
+
+    private func scan(folder: String, into result: inout InboxScan, depth: Int) {
+        let path = folder.isEmpty ? inbox : inbox + "/" + folder
+        guard depth <= InboxScan.maxDepth else {
+            result.tooDeep.append(folder)
+            return
+        }
+        let entries: [(name: String, isDirectory: Bool?)]
+        do {
+            entries = try FileSystem.entries(of: path)
+        } catch {
+            // A folder removed while the scan ran is not a failure.
+            if error.code != ENOENT, error.code != ENOTDIR { result.failure = result.failure ?? error }
+            return
+        }
+        for entry in entries where !entry.name.hasPrefix(".") {
+            let relative = folder.isEmpty ? entry.name : folder + "/" + entry.name
+            let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)
+            if isDirectory {
+                scan(folder: relative, into: &result, depth: depth + 1)
+            } else if Spool.isJobName(entry.name) {
+                let modified = (try? FileSystem.lstatus(path + "/" + entry.name)).map {
+                    Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
+                } ?? 0
+                result.entries.append(InboxEntry(relativePath: relative, modified: modified))
+            }
+        }
+    }
+
+    /// The routing folder `folder` (`""` for the inbox itself), walked from the inbox's descriptor
+    /// with O_NOFOLLOW | O_DIRECTORY at each component: a routing folder replaced by a symlink is
+    /// ELOOP or ENOTDIR, never followed out of the inbox.
+    func routingFolder(_ folder: String) throws(SystemError) -> DirectoryHandle {
+        if let inboxFolder { return try inboxFolder.descend(folder, create: false) }
+        return try DirectoryHandle.openRoot(inbox, create: false).descend(folder, create: false)
+    }
+
+    /// The work folder's handle, opened at `open()` (or now, for a spool that was not opened).
+    func workHandle() throws(SystemError) -> DirectoryHandle {
+        if let workFolder { return workFolder }
+        return try DirectoryHandle.openRoot(work, create: false)
+    }
+
+    /// A claimed job file in this agent's work folder, read through the folder's descriptor.
+    func readClaimedJob(_ workName: String, limit: Int64) -> Result<JobFileReader.Contents, JobFileReader.Failure> {
+        do {
+            return JobFileReader.contents(of: workName, in: try workHandle(), limit: limit)
+        } catch {
+            return .failure(.transient(error))
+        }
+    }
+
+    /// Moves a job from the inbox into this agent's work folder (renameat2(2) from the routing
+    /// folder's descriptor, never replacing). Returns the name in work/, or nil when another agent
+    /// took it first (ENOENT).
+    ///
+    /// Only this agent creates names in its work folder, so where RENAME_NOREPLACE is missing the
+    /// claim is a rename(2) that only the source's arbitration matters for
+    /// (`FileSystem.moveIntoPrivateFolder`), never link(2) + unlink(2).
+    func claim(_ entry: InboxEntry) throws(SystemError) -> String? {
+        let folder: DirectoryHandle
+        do {
+            folder = try routingFolder(entry.folder)
+        } catch where error.code == ENOENT {
+            return nil
+        }
+        return try claim(entry.name, from: folder)
+    }
+
+    func claim(_ name: String, from folder: DirectoryHandle) throws(SystemError) -> String? {
+        let workFolder = try workHandle()
+        for candidate in Spool.candidateNames(name) {
+            do {
+                try FileSystem.moveIntoPrivateFolder(folder.descriptor, name, workFolder.descriptor, candidate,
+                                                     describing: folder.path + "/" + name, workFolder.path + "/" + candidate)
+                return candidate
+            } catch where error.code == ENOENT {
+                return nil
+            } catch where error.code == EEXIST {
+                continue
+            }
+        }
+        throw SystemError(code: EEXIST, operation: "claim", path: folder.path + "/" + name)
+    }
+
+    /// Puts a claimed job back into its routing folder under its inbox name, never replacing:
+    /// a claim whose job file could not be read for want of descriptors is tried again later.
+    func unclaim(_ workName: String, to name: String, in folder: DirectoryHandle) throws(SystemError) {
+        try workHandle().moveNoReplace(workName, to: folder, as: name)
+    }
+
+    /// The hidden state file that `release` puts beside a job in the inbox (`.x.state.json`).
+    static func releasedStateName(forJob name: String) -> String { "." + stateName(forJob: name) }
+
+    /// The hints a released job brought back to the inbox (`ReleasedState`), if any; read
+    /// through the routing folder's descriptor, without blocking.
+    func releasedState(of relativePath: String) -> ReleasedState? {
+        let entry = InboxEntry(relativePath: relativePath, modified: 0)
+        guard let folder = try? routingFolder(entry.folder) else { return nil }
+        return releasedState(named: entry.name, in: folder)
+    }
+
+    func releasedState(named name: String, in folder: DirectoryHandle) -> ReleasedState? {
+        guard let file = try? folder.readUntrusted(Spool.releasedStateName(forJob: name), limit: StatusRecord.maxFileSize) else {
+            return nil
+        }
+        return ReleasedState.parse(file.bytes, now: Int64(time(nil)))
+    }
+
+    /// Takes up a claimed job's released state: the hints are written as the job's state file in
+    /// work/ (by the agent, from the checked values alone) and the inbox's sidecar is removed.
+    /// The sidecar's own bytes never leave the inbox.
+    func adoptReleasedState(named name: String, in folder: DirectoryHandle, as workName: String) -> StatusRecord? {
+        guard let released = releasedState(named: name, in: folder) else { return nil }
+        let record = released.record(job: name, agent: agentID)
+        try? folder.removeIfPresent(Spool.releasedStateName(forJob: name))
+        try? AtomicFile.write(record.encoded(), to: statePath(for: workName), durable: false)
+        return record
+    }
+}
