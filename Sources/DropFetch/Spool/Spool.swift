@@ -182,12 +182,15 @@ final class Spool {
             throw SystemError(code: ENOENT, operation: "file (the job file left or was replaced)", path: source)
         }
         var number = firstFree ?? firstFreeRecordNumber(for: job, in: folder)
+        // A number just found free is not looked up again: the renames below never replace.
+        var probed = firstFree == nil
         while number < 100_000 {
             let candidate = Spool.candidateName(job, number: number)
             number += 1
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = folder + "/" + candidate
-            if FileSystem.exists(statusPath) || FileSystem.exists(jobPath) { continue }
+            if !probed, FileSystem.exists(statusPath) || FileSystem.exists(jobPath) { continue }
+            probed = false
             do {
                 try FileSystem.renameNoReplace(staged.temp, to: statusPath)
             } catch where error.code == EEXIST {

@@ -113,13 +113,16 @@ final class SyncWorker {
         return Unmanaged<Batch>.fromOpaque(raw).takeRetainedValue()
     }
 
+    /// How long a worker runs targets before it yields its CPU to a waiting loop.
+    static let yieldAfter: Int64 = 500_000
+
     /// The worker's loop: take a batch, sync each target, send it back; end when the pipe closes.
     /// A worker for throughput runs at a lower priority than the loop (nice 10), whose turns it
     /// must not delay on a busy machine.
     private static func work(requests: Int32, responses: Int32, nice: Int32) {
         // A batch thread: waking it (the loop writing a batch's pointer) does not preempt the loop,
-        // and it yields between targets (sched_yield(2)), so a batch of creations (each walking
-        // ext4's inode tables) does not keep the loop off a CPU it shares.
+        // and it yields (sched_yield(2)) once it has run `yieldAfter` in a row, so a batch of
+        // creations (each walking ext4's inode tables) does not keep the loop off a CPU it shares.
         _ = dfl_set_thread_batch()
         _ = dfl_set_thread_nice(nice)
         while true {
@@ -128,10 +131,16 @@ final class SyncWorker {
             if count < 0, dfl_errno() == EINTR { continue }
             guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return }
             let batch = Unmanaged<Batch>.fromOpaque(raw).takeUnretainedValue()
+            var ranSince = MonotonicClock.nanoseconds()
             for (index, target) in batch.targets.enumerated() {
                 batch.errors[index] = perform(target)
-                // A loop waiting for this CPU runs now rather than at the next tick (up to 4 ms).
-                sched_yield()
+                // After a stretch of half a millisecond a loop waiting for this CPU runs now rather
+                // than at the next tick (up to 4 ms); cheap targets do not pay a system call each.
+                let now = MonotonicClock.nanoseconds()
+                if now - ranSince >= SyncWorker.yieldAfter {
+                    sched_yield()
+                    ranSince = MonotonicClock.nanoseconds()
+                }
             }
             var back = pointer
             _ = try? retryingEINTR("write (sync worker)") { Glibc.write(responses, &back, MemoryLayout<UInt>.size) }

@@ -30,8 +30,13 @@ final class PartFile {
     private var recordFile: (inode: UInt64, size: Int, saved: ResumeRecord)?
     /// Set by `discard`: a late checkpoint must not write a record for data that is gone.
     private var discarded = false
-    /// Bytes known to be in the file and valid (the writer keeps it current).
-    var size: Int64
+    /// The file offset of the next write when known (0 for a file just opened), else nil.
+    private var position: Int64? = 0
+    /// Bytes known to be in the file and valid (the writer keeps it current, appending at the
+    /// file offset: an offset that was at the old end follows it to the new one).
+    var size: Int64 {
+        didSet { position = position == oldValue ? size : nil }
+    }
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
     var recordName: String { ResumeRecord.name(forPart: name) }
@@ -235,8 +240,14 @@ final class PartFile {
     private static func createRecordFile(_ record: ResumeRecord, named name: String, in folder: DirectoryHandle,
                                          key: RecordKey) throws(SystemError) -> (inode: UInt64, size: Int) {
         let temp = "." + name + ".tmp"
-        try? folder.removeIfPresent(temp)
-        let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        let file: FileDescriptor
+        do {
+            file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        } catch where error.code == EEXIST {
+            // A crash's leftover: one writer per part (its flock), so it is nobody's now.
+            try folder.removeIfPresent(temp)
+            file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        }
         let image = ResumeRecordFile.image(record, key: key)
         do {
             try file.write(image)
@@ -258,11 +269,13 @@ final class PartFile {
         return usable
     }
 
-    /// Cuts the file to `length` (ftruncate(2)) and positions the next write there.
+    /// Cuts the file to `length` (ftruncate(2)) and positions the next write there (lseek(2),
+    /// unless the writes so far already left it there: writes only ever append).
     func truncate(to length: Int64) throws(SystemError) {
         if length < size { cuts += 1 }
         if length != size { try file.truncate(to: length) }
-        try file.seek(to: length)
+        if position != length { try file.seek(to: length) }
+        position = length
         size = length
         if record.bytes > length { record.bytes = length }
     }
