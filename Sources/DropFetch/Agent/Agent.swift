@@ -124,6 +124,7 @@ public final class Agent {
             spool.recordKey = loadRecordKey()
             context.metrics?.loadCounters()
             try FileSystem.makeDirectories(context.destinationRoot)
+            try checkDestinationsWritable()
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
             workWatcher = try WorkFolderWatcher(folder: spool.work)
             if options.handleSignals { signals = try SignalSource() }
@@ -145,6 +146,7 @@ public final class Agent {
         let stale = spool.removeStaleTemporaries()
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
         startedAt = MonotonicClock.now()
+        if options.once { runner.onceDeadline = Agent.adding(startedAt, config.onceWait) }
         recovery.recover()
         intake.scanInbox()
         lastScan = MonotonicClock.now()
@@ -335,6 +337,18 @@ public final class Agent {
         }
     }
 
+    /// Every destination that exists must take new files (access(2) W_OK|X_OK): one that cannot is
+    /// reported at start (exit 3), not as an `internal` failure of each job that reaches it.
+    private func checkDestinationsWritable() throws(SystemError) {
+        let classes = config.classes.compactMap { $0.destination.map(Agent.absolute) }
+        for path in [context.destinationRoot] + classes where FileSystem.exists(path) {
+            if access(path, W_OK | X_OK) != 0 {
+                throw SystemError(code: errno, operation: "the destination cannot take new files (access W_OK)",
+                                  path: path)
+            }
+        }
+    }
+
     /// Applies a new config to what has not started yet; a bad file keeps the running config.
     /// Spool, destination and agent id need a restart; running transfers keep going.
     func reloadConfig() {
@@ -354,7 +368,10 @@ public final class Agent {
             fresh.destination = config.destination
             // The spool and the group commit were made for the fsync setting of the start.
             fresh.fsync = config.fsync
-            guard fresh != config else { return }
+            guard fresh != config else {
+                logger.info("config unchanged", metadata: ["path": "\(path)"])
+                return
+            }
             context.config = fresh
             names.closeRoots()
             runner.requeueUnstarted()

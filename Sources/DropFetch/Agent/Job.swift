@@ -37,6 +37,11 @@ final class Job {
         /// The next start begins a new attempt; false when resuming one that a hold, a
         /// shutdown or a crash interrupted (those cost no attempt).
         var beginsAttempt = true
+        /// The `.part`'s size when the current attempt began; nil once the attempt grew it by
+        /// `JobRunner.progressCredit` (it then costs no attempt: docs/config.md, `retry.attempts`).
+        var attemptStartBytes: Int64?
+        /// Attempts of this run that grew the `.part` that much: not counted against `retry.attempts`.
+        var freeAttempts = 0
         /// Unusable-partial restarts in the current attempt (bounded to avoid loops).
         var restarts = 0
         /// The `.part` this download owns from the moment its name is chosen until it is filed.

@@ -41,7 +41,7 @@ final class JobRecovery: AgentPart {
                 }
                 continue
             }
-            logger.info("resuming \(jobName) from an earlier run")
+            logger.info("resuming a job of an earlier run", metadata: ["job": "\(jobName)"])
             let arrival = (try? FileSystem.lstatus(spool.work + "/" + workName)).map {
                 Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
             } ?? 0

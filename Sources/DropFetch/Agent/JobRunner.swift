@@ -141,6 +141,7 @@ final class JobRunner: AgentPart {
         // the job's own name, which its `.part` records name as owner, from there.
         let recordsState = (job.record.started == nil && (!(job.record.folder ?? "").isEmpty || job.workName != job.record.job))
             || (download.beginsAttempt && download.attempt > 0)
+        let newAttempt = download.beginsAttempt
         if download.beginsAttempt {
             download.attempt += 1
             download.beginsAttempt = false
@@ -178,6 +179,12 @@ final class JobRunner: AgentPart {
                                                           retryAfter: nil, bytes: part.size, resumedFrom: 0))
         }
         admission.started(host: entry.host, className: entry.className)
+        if newAttempt { download.attemptStartBytes = transfer.requestedOffset }
+        transfer.restartedFromZero = { [logger, jobName = job.record.job, offset = transfer.requestedOffset, weak job] in
+            logger.info("download restarted from 0: the server sent the whole file, not the range asked for",
+                        metadata: ["job": "\(jobName)", "requested_from": "\(offset)"])
+            job?.downloads[index].status.resumedFrom = 0
+        }
         download.status.state = .running
         download.status.url = Redaction.url(download.currentURL)
         download.status.resumedFrom = transfer.requestedOffset
@@ -258,14 +265,27 @@ final class JobRunner: AgentPart {
         download.status.error = failure.failure
         download.restarts = 0
         download.mirrorsTried += 1
+        // An attempt that moved the `.part` forward by `progressCredit` costs none (a flaky link).
+        if let start = download.attemptStartBytes, [.network, .timeout].contains(failure.failure.kind),
+           failure.bytes - start >= JobRunner.progressCredit {
+            download.freeAttempts += 1
+            download.attemptStartBytes = nil
+        }
         let policy = config.jobClass(named: job.record.className)?.retry ?? config.retry
         let outcome = RetryPolicy.Outcome(kind: failure.failure.kind, httpStatus: failure.httpStatus,
                                           retryAfter: failure.retryAfter, isFinal: failure.isFinal)
         let round = RetryPolicy.Round(mirrorsTried: download.mirrorsTried, mirrorCount: download.spec.urls.count,
-                                      attempt: download.attempt, earlierRetryable: download.roundRetryable)
+                                      attempt: download.attempt - download.freeAttempts,
+                                      earlierRetryable: download.roundRetryable)
         if RetryPolicy.isRetryable(outcome, policy: policy) { download.roundRetryable = true }
         let decision = RetryPolicy.decide(outcome, round, policy: policy, jitter: Double.random(in: 0..<1))
         JobLog.attemptFailed(job, download, failure, decision, logger: logger)
+        // Data that failed its checksum is no base to resume on: the next try fetches from zero.
+        if failure.failure.kind == .checksumMismatch, decision != .fail, let part = download.part {
+            try? part.truncate(to: 0)
+            filer.persist(part)
+            download.status.bytes = 0
+        }
         switch decision {
         case .nextMirror:
             download.mirror = (download.mirror + 1) % download.spec.urls.count
@@ -280,6 +300,13 @@ final class JobRunner: AgentPart {
             download.phase = .waiting(until: due, reason: .retry)
             job.downloads[index] = download
             job.record.retryAt = Timestamp.format(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000))
+            if failure.failure.kind == .noSpace, let onceDeadline, due > onceDeadline {
+                // `run --once` waits for free space no longer than `once_wait`: the next run goes on.
+                job.downloads[index] = download
+                logger.info("still no free space after once_wait: left waiting for the next run",
+                            metadata: ["job": "\(job.record.job)", "retry_at": "\(job.record.retryAt ?? "")"])
+                return filer.saveState(job)
+            }
             scheduler.enqueue(job.schedulerEntry(index), due: due)
             context.metrics?.retried()
             filer.saveState(job)
@@ -297,6 +324,12 @@ final class JobRunner: AgentPart {
         download.status.error = failure
         download.phase = .finished
         if let part = download.part {
+            if failure.kind == .checksumMismatch, part.size > 0, keepBadCopy(of: part) {
+                download.part = nil
+                download.status.bytes = 0
+                job.downloads[index] = download
+                return job.isFinished ? filer.fileJob(job) : filer.saveState(job)
+            }
             let dataIsWrong = [.checksumMismatch, .tooLarge, .invalidJob, .exists, .internal].contains(failure.kind)
             if dataIsWrong || part.size == 0 {
                 part.discard()
@@ -309,6 +342,35 @@ final class JobRunner: AgentPart {
         job.downloads[index] = download
         if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
     }
+
+    /// Keeps the data of a download that failed its checksum for good under a hidden name beside
+    /// it, `.<name>.bad` (rename(2): one copy per name, the last replacing the one before), and
+    /// removes its resume record; false when the rename failed (the data is then discarded).
+    private func keepBadCopy(of part: PartFile) -> Bool {
+        let name = JobRunner.badCopyName(for: part.finalName)
+        do {
+            try part.folder.rename(part.name, to: name)
+        } catch {
+            logger.warning("cannot keep the data that failed its checksum: \(error)", metadata: ["file": "\(part.finalPath)"])
+            return false
+        }
+        try? part.folder.removeIfPresent(part.recordName)
+        logger.info("data that failed its checksum kept for inspection", metadata: ["file": "\(part.folder.path)/\(name)"])
+        return true
+    }
+
+    /// The hidden name a download's last data that failed its checksum is kept under.
+    static func badCopyName(for finalName: String) -> String {
+        "." + FileName.shortened(finalName, maxBytes: 200) + ".bad"
+    }
+
+    /// How much an attempt must grow the `.part` to cost no attempt: a server that sends a byte
+    /// and resets cannot keep a download retrying for ever (each free attempt adds at least this).
+    static let progressCredit: Int64 = 1 << 20
+
+    /// `run --once`: when the run's `once_wait` ends (monotonic ms); a download waiting for free
+    /// space is not scheduled past it.
+    var onceDeadline: Int64?
 
     /// Aborts every transfer, keeping `.part` files and resume records for the next start.
     func stopTransfers() {

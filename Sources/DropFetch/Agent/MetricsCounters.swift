@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The counters of the metrics file that outlive a run: kept in `<spool>/.metrics.<agent>.json`
 /// (written atomically beside each metrics write) so that `run --once` after `run --once`

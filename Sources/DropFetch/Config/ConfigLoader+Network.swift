@@ -74,7 +74,7 @@ extension ConfigLoader {
         let shown = Redaction.url(text)
         let refused = text.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == " " }
         guard !refused else { throw field.error("a proxy URL cannot contain spaces or control characters: '\(shown)'") }
-        guard let separator = text.range(of: "://") else { return "http://" + text }
+        guard let separator = text.firstRange(of: "://") else { return "http://" + text }
         let scheme = text[..<separator.lowerBound].lowercased()
         guard proxySchemes.contains(scheme) else {
             throw field.error("unknown proxy scheme '\(scheme)' in '\(shown)'; expected one of \(proxySchemes.joined(separator: ", "))")

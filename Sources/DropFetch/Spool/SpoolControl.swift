@@ -143,6 +143,8 @@ public enum SpoolControl {
                 if entry.state != .done {
                     entry.state = .cancelled
                     entry.error = failure
+                    // Its partial data is removed below (docs/status-files.md, `bytes`).
+                    entry.bytes = 0
                 }
                 return entry
             }

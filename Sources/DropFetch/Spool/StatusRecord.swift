@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The status file of docs/status-files.md: `done|failed/<name>.status.json`, and while a job runs
 /// `work/<agent>/<name>.state.json` with `state: "running"`.

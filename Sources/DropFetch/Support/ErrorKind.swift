@@ -14,6 +14,9 @@ public enum ErrorKind: String, Sendable, Equatable, Codable, CaseIterable {
     case cancelled
     case blocked
     case auth
+    /// An FTP or SFTP server has no such file, or refuses to give it (FTP 550, SFTP "no such file"
+    /// or "permission denied"); not retried, like an HTTP 404.
+    case notFound = "not_found"
     case `internal`
 }
 

@@ -2,11 +2,14 @@ import CCurl
 
 extension CurlError {
     /// The error kind for a failure over `transfer`'s protocol: a refused FTP or SFTP login, and an
-    /// SFTP host key that was not accepted (CURLE_PEER_FAILED_VERIFICATION), are `auth`.
+    /// SFTP host key that was not accepted (CURLE_PEER_FAILED_VERIFICATION), are `auth`; a missing
+    /// or forbidden remote file (FTP 550, SFTP's no-such-file and permission-denied) is `not_found`.
     func kind(over transfer: TransferProtocol) -> ErrorKind {
         switch curlCode {
         case CURLE_LOGIN_DENIED where transfer.isFileBased:
             return .auth
+        case CURLE_REMOTE_FILE_NOT_FOUND where transfer.isFileBased, CURLE_REMOTE_ACCESS_DENIED where transfer.isFileBased:
+            return .notFound
         case CURLE_PEER_FAILED_VERIFICATION where transfer == .sftp:
             return .auth
         default:

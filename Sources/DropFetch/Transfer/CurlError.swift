@@ -18,7 +18,7 @@ public struct CurlError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        if let detail, !detail.isEmpty { return "\(message): \(detail)" }
+        if let detail, !detail.isEmpty, detail != message { return "\(message): \(detail)" }
         return message
     }
 }

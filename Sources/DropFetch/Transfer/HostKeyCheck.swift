@@ -1,5 +1,5 @@
 import CCurl
-import Foundation
+import FoundationEssentials
 
 /// The SFTP host-key check of one transfer (CURLOPT_SSH_KNOWNHOSTS + CURLOPT_SSH_KEYFUNCTION):
 /// only a key that matches the known_hosts file is accepted; an unknown or different key is
@@ -65,7 +65,7 @@ final class HostKeyCheck {
             bytes.append(UInt8(String(decoding: hex[index...index + 1], as: UTF8.self), radix: 16) ?? 0)
             index += 2
         }
-        let fingerprint = Data(bytes).base64EncodedString().replacingOccurrences(of: "=", with: "")
+        let fingerprint = Data(bytes).base64EncodedString().replacing("=", with: "")
         return "\(type) SHA256:\(fingerprint)"
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What is known about a `.part` file, kept beside it as `.<file>.part.json`: who owns it, and
 /// what a later run needs to ask for the rest with `Range` + `If-Range` (RFC 9110 §13.1.5).

@@ -61,6 +61,9 @@ final class Transfer {
     /// The turn of `receivedInTurn`, and the bytes taken in it (kept by `ReceiveBudget`).
     var receivedTurn = 0
     var receivedInTurn = 0
+    /// Called when a response to a resuming request starts the data over from byte 0 (a 200
+    /// answer to a Range, a changed file), so that the log says so.
+    var restartedFromZero: (() -> Void)?
 
     /// Prepares the request for the data `part` still lacks; does not start it. Data that no
     /// validator can vouch for, or that the record does not count as durable, is cut off first.
@@ -289,6 +292,7 @@ final class Transfer {
 
     /// Positions the file for the body and records the validators a later resume will send.
     private func begin(at offset: Int64, total size: Int64?) throws(SystemError) {
+        if offset == 0, requestedOffset > 0 { restartedFromZero?() }
         try part.truncate(to: offset)
         appendedFrom = offset
         total = size
@@ -340,6 +344,13 @@ final class Transfer {
                         + "(\(CurlError(code).message))")
                 }
                 let error = CurlError(code, detail: easy.errorDetail.map { Redaction.url($0) })
+                // A proxy that refused the CONNECT tunnel (407, 403…) answered like a server: its status counts.
+                let connectStatus = easy.info(long: CURLINFO_HTTP_CONNECTCODE)
+                if connectStatus >= 400 {
+                    return .failed(TransferFailure(
+                        failure: Failure(.httpStatus, "the proxy answered CONNECT with HTTP \(connectStatus)"),
+                        httpStatus: connectStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
+                }
                 let failure = current.isFileBased ? classifyFile(error, current) : classify(error)
                 return .failed(TransferFailure(failure: failure,
                                                httpStatus: httpStatus, retryAfter: nil,
@@ -371,6 +382,9 @@ final class Transfer {
     /// memory (libcurl < 8.6) or CURLE_TOO_LARGE after a status line means the server's header
     /// block exceeded libcurl's 100 KB limit (`network`), not that the host is short of memory.
     private func classify(_ error: CurlError) -> Failure {
+        if error.curlCode == CURLE_FILESIZE_EXCEEDED {
+            return Failure(.tooLarge, "larger than max_file_size (\(request.maxFileSize) bytes)")
+        }
         let status = response.status
         guard case .awaitingResponse = state, status != 0 else { return Failure(error.kind, error.description) }
         if error.curlCode == CURLE_URL_MALFORMAT, (300...399).contains(status) {
