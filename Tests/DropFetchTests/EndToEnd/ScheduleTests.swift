@@ -112,4 +112,55 @@ struct ScheduleTests {
         let line = fixture.log.split(separator: "\n").first { $0.contains("schedule window change") }.map(String.init) ?? ""
         #expect(line.contains("Mon-Fri 08:00-09:00") && line.contains("2027-11-08T08:00:00Z"), "\(line)")
     }
+
+    @Test("on the DST day a 02:30 window starts at 03:00 CEST: the running download pauses; a reload without the window resumes it and the file is whole")
+    func dstPauseAndReloadResume() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(1_500_000, seed: 274)
+        server.serve("/d.bin", body: body)
+        let fixture = try SpoolFixture()
+        try fixture.writeConfig("limits: { rate_limit: 150K }\nschedule: [{ days: Sun, time: \"02:30-03:30\", pause: true }]\n")
+        try fixture.drop("d.url", server.url("/d.bin") + "\n")
+        // 28 March 2027 is a Sunday: at 02:00 CET the clocks go to 03:00 CEST.
+        let agent = try Self.startAgent(["run"], fixture, clock: "2027-03-28 01:59:57")
+        #expect(try waitUntil(timeout: .seconds(6)) { fixture.log.contains("schedule window change") }, "\(fixture.log)")
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(rate(fixture, "d.bin", over: .milliseconds(1500)) == 0, "still growing inside the pause")
+        let paused = size(fixture, "d.bin")
+        #expect(paused > 0 && paused < body.count)
+        let line = fixture.log.split(separator: "\n").first { $0.contains("schedule window change") }.map(String.init) ?? ""
+        #expect(line.contains("ts=2027-03-28T01:00:0") && line.contains("pause=true"), "\(line)")
+        try fixture.writeConfig("limits: { rate_limit: 500K }\n")
+        #expect(try waitUntil(timeout: .seconds(15)) { fixture.jobs(in: "done").contains("d.url") }, "\(fixture.log)")
+        try agent.stop()
+        #expect(fixture.downloaded("d.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+        #expect(server.requests(to: "/d.bin").count == 1, "paused on the same connection, not fetched again")
+    }
+
+    @Test("two agents on one spool share one daily quota: together they stop once it is used, not each")
+    func twoAgentsShareAQuota() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(300_000, seed: 275)
+        server.serve("/s.bin", body: body)
+        let fixture = try SpoolFixture()
+        let shared = "concurrency: { total: 1, per_host: 1 }\nlimits: { rate_limit: 200K }\nonce_wait: 1s\nquota: [{ period: daily, bytes: 1MB }]\n"
+        let configA = try fixture.writeFullConfig("a.yaml", agentID: "agent-a", shared)
+        let configB = try fixture.writeFullConfig("b.yaml", agentID: "agent-b", shared)
+        for index in 1...6 { try fixture.drop("s\(index).url", server.url("/s.bin?\(index)") + "\n  out=s\(index).bin\n") }
+        let agentA = try AgentProcess(["run", "--once"], config: configA, log: fixture.logPath, in: fixture, heldAtStart: true)
+        let agentB = try AgentProcess(["run", "--once"], config: configB, log: fixture.logPath, in: fixture, heldAtStart: true)
+        try agentA.start()
+        try agentB.start()
+        try agentA.release()
+        try agentB.release()
+        #expect(try agentA.wait(timeout: .seconds(30)) == .exited(75), "\(fixture.log)")
+        #expect(try agentB.wait(timeout: .seconds(30)) == .exited(75), "\(fixture.log)")
+        let done = fixture.jobs(in: "done")
+        // Each alone would fetch four files (1.2 MB ≥ 1 MB) and so all six; together they stop at
+        // four, or five when both started their last one at once.
+        #expect((4...5).contains(done.count), "done: \(done)")
+        #expect(Set(fixture.names(in: "quota")) == ["agent-a", "agent-b"])
+        #expect(fixture.log.contains("quota reached"), "\(fixture.log)")
+        for job in done { #expect(try fixture.status("done", job).downloads[0].bytes == Int64(body.count)) }
+    }
 }
