@@ -30,8 +30,9 @@ ARGS ?=
 DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
 # The end-to-end tests start their own servers: pyftpdlib (FTP, explicit FTPS with pyOpenSSL) and an
 # HTTPS server on Debian's python3 (its pip is closed by PEP 668, so apt), OpenSSH's sshd run as the
-# current user (SFTP), openssl and ssh-keygen for their certificates and keys.
-TEST_PKGS := python3 python3-pyftpdlib python3-openssl openssh-server openssh-client openssh-sftp-server openssl
+# current user (SFTP), openssl and ssh-keygen for their certificates and keys; libfaketime (faketime)
+# runs the schedule tests' agents under a fake wall clock.
+TEST_PKGS := python3 python3-pyftpdlib python3-openssl openssh-server openssh-client openssh-sftp-server openssl faketime
 TEST_LOG := .build/test-output.txt
 
 # The release binary carries the Swift runtime and Foundation (--static-swift-stdlib) and no RUNPATH

@@ -48,6 +48,7 @@ public final class Agent {
     let names: OutputNames
     let publisher: JobPublisher
     let bandwidth: BandwidthControl
+    let schedule: ScheduleGate
     private var watcher: InboxWatcher?
     private var signals: SignalSource?
     private var configWatcher: ConfigWatcher?
@@ -87,6 +88,11 @@ public final class Agent {
         names = OutputNames(context: context)
         publisher = JobPublisher(context: context)
         bandwidth = BandwidthControl(context: context)
+        schedule = ScheduleGate(context: context)
+        schedule.runner = runner
+        schedule.bandwidth = bandwidth
+        schedule.filer = filer
+        runner.schedule = schedule
         intake.runner = runner
         intake.filer = filer
         runner.intake = intake
@@ -150,6 +156,7 @@ public final class Agent {
         recovery.recover()
         intake.scanInbox()
         lastScan = MonotonicClock.now()
+        schedule.configChanged()
         notifier?.ready()
         return loop()
     }
@@ -161,6 +168,7 @@ public final class Agent {
         context.metrics?.loopStall.begin()
         var turn = 0
         while true {
+            schedule.refresh()
             if case .running = state { runner.startRunnable() }
             if case .stopping = state, table.runningCount == 0, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
@@ -237,6 +245,7 @@ public final class Agent {
 
     /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
     private func finalStatus() -> ExitStatus {
+        schedule.finish()
         writeMetrics()
         if case .stopping = state {
             logger.info("stopped; unfinished jobs stay in \(spool.work)")
@@ -245,7 +254,10 @@ public final class Agent {
         if table.hasFilingFailures { return .spoolUnusable }
         if filer.handledFailure { return .failed }
         // A job still indexed in the inbox waits for a claim that failed to be tried again.
-        if !table.isEmpty || intake.inbox.unsettledCount > 0 || intake.inbox.count > 0 { return .retriesPending }
+        if !table.isEmpty || intake.inbox.unsettledCount > 0 || intake.inbox.count > 0 {
+            schedule.explainWaiting()
+            return .retriesPending
+        }
         // An inbox that could not be listed, or a claimed job file left unread (EMFILE), is work left.
         if intake.scanFailure != nil || intake.unreadClaims > 0 { return .retriesPending }
         return .success
@@ -265,6 +277,7 @@ public final class Agent {
             deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
+        if let change = schedule.nextWake() { deadline = min(deadline, change) }
         if let due = progress?.deadline(running: table.runningCount) { deadline = min(deadline, due) }
         if let due = context.metrics?.nextWrite(metricsGauges) { deadline = min(deadline, due) }
         // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.

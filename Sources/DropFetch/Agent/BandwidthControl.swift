@@ -11,6 +11,15 @@ final class BandwidthControl: AgentPart {
     private(set) var bandwidth = BandwidthBudget()
     /// Speeds of the running transfers and bytes per class.
     private var transferMeter = TransferMeter()
+    /// The limits a `schedule:` window puts in force (`ScheduleGate`); nil: the config's.
+    var limitsInForce: BandwidthBudget.Limits?
+    /// Which classes' running transfers a window or a quota pauses; nil: none.
+    var suspends: ((String) -> Bool)?
+    /// Transfers paused by `suspends`, resumed when it lets them go.
+    private var suspended: Set<Int> = []
+
+    /// Bytes received per class since the agent started (`TransferMeter`).
+    var bytesByClass: [String: Int64] { transferMeter.bytesByClass }
 
     init(context: AgentContext) {
         self.context = context
@@ -51,7 +60,7 @@ final class BandwidthControl: AgentPart {
         if !bandwidth.isActive, !configuresLimits, meterUnlimited() { return }
         let now = MonotonicClock.now()
         let running = meteredTransfers()
-        bandwidth.setLimits(BandwidthBudget.Limits(config))
+        bandwidth.setLimits(limitsInForce ?? BandwidthBudget.Limits(config))
         var started: [Int] = []
         for (key, metered) in running where !transferMeter.isTracking(key, metered.transfer) {
             transferMeter.forget(key)
@@ -72,13 +81,31 @@ final class BandwidthControl: AgentPart {
             metered.job?.downloads[metered.download].status.bytesPerSecond = nil
             if let share = bandwidth.evenShare(of: key) { prepareLimited(metered.transfer.easy, share: share) }
         }
-        for (key, metered) in running { hookLimit(metered.transfer, key: key) }
+        for (key, metered) in running where !suspend(metered, key: key) { hookLimit(metered.transfer, key: key) }
+        suspended.formIntersection(running.keys)
         context.metrics?.bytesByClass = transferMeter.bytesByClass
     }
 
     /// Whether the config limits any transfers: `limits.rate_limit` or a class's `rate_limit`.
     private var configuresLimits: Bool {
-        config.limits.rateLimit > 0 || config.classes.contains { ($0.rateLimit ?? 0) > 0 }
+        if suspends != nil || !suspended.isEmpty { return true }
+        if let limitsInForce { return limitsInForce.total > 0 || !limitsInForce.perClass.isEmpty }
+        return config.limits.rateLimit > 0 || config.classes.contains { ($0.rateLimit ?? 0) > 0 }
+    }
+
+    /// Pauses a transfer that `suspends` stops (its write callback refuses every byte, so libcurl
+    /// pauses it keeping what it received), or resumes one it let go (curl_easy_pause(3)).
+    /// True while it stays paused.
+    private func suspend(_ metered: MeteredTransfer, key: Int) -> Bool {
+        if suspends?(metered.className) == true {
+            if suspended.insert(key).inserted { metered.transfer.admit = { _ in false } }
+            return true
+        }
+        if suspended.remove(key) != nil {
+            metered.transfer.admit = nil
+            _ = metered.transfer.easy.resume()
+        }
+        return false
     }
 
     /// `applyRateLimits` while nothing is limited: the meter follows the transfers that started

@@ -19,6 +19,10 @@ final class Job {
         case retry
         /// `on_conflict: overwrite` and another job owns the name.
         case nameOwner
+        /// A `schedule:` window pauses new transfers (`ScheduleGate`).
+        case schedule
+        /// A `quota:` is used up until its period resets.
+        case quota
     }
 
     /// One download's runtime state beside its status entry.
@@ -98,6 +102,7 @@ final class Job {
             current.retryAt = nil
         } else if open.allSatisfy({ if case .waiting = $0.phase { true } else { false } }) {
             current.state = .waiting
+            current.waitReason = open.lazy.compactMap(\.phase.heldReason).first.map { $0 == .schedule ? "schedule" : "quota" }
         } else {
             current.state = .queued
             current.retryAt = nil

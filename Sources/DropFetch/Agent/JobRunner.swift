@@ -14,6 +14,7 @@ final class JobRunner: AgentPart {
     unowned var names: OutputNames!
     unowned var bandwidth: BandwidthControl!
     unowned var publisher: JobPublisher!
+    unowned var schedule: ScheduleGate!
 
     init(context: AgentContext) {
         self.context = context
@@ -30,6 +31,7 @@ final class JobRunner: AgentPart {
         startsCutShort = false
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
+            if schedule.holdsBack(entry) { continue }
             if entry.unit.download == Scheduler.Unit.wholeJob {
                 // A rescan waits for the claims in flight (Agent.housekeeping).
                 guard !intake.holdsClaims else { return scheduler.enqueue(entry) }
@@ -442,6 +444,6 @@ final class JobRunner: AgentPart {
             entry.priority = job.record.priority
             entry.className = job.record.className
         }
-        admission.limits = Admission.Limits(config)
+        schedule.configChanged()
     }
 }

@@ -111,6 +111,10 @@ public struct Config: Sendable, Equatable {
     public var fileMode: UInt32 = 0o644
     /// `tls`, `ftp`, `sftp`, `proxy`, `no_proxy`, `netrc` (Config+Network.swift).
     public var network = Network()
+    /// `schedule:` windows in file order; a later window wins where two are in force (Config+Schedule.swift).
+    public var schedule: [ScheduleWindow] = []
+    /// `quota:` caps (Config+Schedule.swift).
+    public var quotas: [Quota] = []
 
     public init() {}
 }

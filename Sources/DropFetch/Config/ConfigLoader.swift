@@ -16,6 +16,7 @@ public enum ConfigLoader {
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "digest", "classes",
         "hooks", "metrics_file", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
+        "schedule", "quota",
     ] + networkKeys
 
     /// Reads and validates the file at `path`.
@@ -55,6 +56,9 @@ public enum ConfigLoader {
         var config = Config()
         // Classes inherit the top-level retry settings, which may come later in the file.
         var classes: ConfigField?
+        // Windows and quotas name classes, which may come later in the file.
+        var schedule: ConfigField?
+        var quota: ConfigField?
         for (key, field) in try root.entries(known: topLevelKeys) {
             switch key {
             case "spool": config.spool = try field.filePath()
@@ -73,6 +77,8 @@ public enum ConfigLoader {
             case "fsync": config.fsync = try field.bool()
             case "digest": config.digest = try field.choice([Config.DigestChoice.sha256, .none])
             case "classes": classes = field
+            case "schedule": schedule = field
+            case "quota": quota = field
             case "hooks": config.hooks = try hooks(field)
             case "metrics_file": config.metricsFile = try field.optionalFilePath()
             case "log_level": config.logLevel = try field.choice(Config.LogLevel.allCases)
@@ -88,6 +94,8 @@ public enum ConfigLoader {
         if let classes {
             config.classes = try jobClasses(classes, retry: config.retry, network: config.network)
         }
+        if let schedule { config.schedule = try self.schedule(schedule, classes: config.classes) }
+        if let quota { config.quotas = try quotas(quota, classes: config.classes) }
         return config
     }
 

@@ -133,6 +133,14 @@ struct Scheduler {
         }
     }
 
+    /// Moves the waiting units `matches` picks back into the ready queue at once (O(n)).
+    mutating func promote(where matches: (Entry) -> Bool) {
+        for (entry, _) in waiting.elements where matches(entry) {
+            removeUnit(entry.unit)
+            insertReady(entry)
+        }
+    }
+
     /// The earliest due time of a waiting unit.
     var nextDue: Int64? { waiting.first?.due }
 

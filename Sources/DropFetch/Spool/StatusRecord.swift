@@ -30,6 +30,8 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
     public var folder: String?
     /// State files only: when the next attempt is due (RFC 3339).
     public var retryAt: String?
+    /// State files only: `schedule` or `quota` while a window or a quota holds the job back.
+    public var waitReason: String?
 
     public init(job: String, state: State, className: String, priority: Int, agent: String,
                 submitted: String, attempts: Int = 0, downloads: [DownloadStatus] = []) {
@@ -46,6 +48,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case schema, job, state, className = "class", priority, agent, submitted, started, finished
         case attempts, ignoredOptions = "ignored_options", downloads, error, folder, retryAt = "retry_at"
+        case waitReason = "reason"
     }
 
     /// The JSON text with a final newline, keys in the order of docs/status-files.md.
@@ -90,6 +93,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
         json.field("error", failure: error)
         if let folder { json.field("folder", folder) }
         if let retryAt { json.field("retry_at", retryAt) }
+        if let waitReason { json.field("reason", waitReason) }
         json.endObject()
         return json.bytes + [0x0A]
     }
