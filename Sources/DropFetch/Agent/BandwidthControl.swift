@@ -11,6 +11,8 @@ final class BandwidthControl: AgentPart {
     private(set) var bandwidth = BandwidthBudget()
     /// Speeds of the running transfers and bytes per class.
     private var transferMeter = TransferMeter()
+    /// Bytes received by all transfers since the agent started, as last metered (the status page's throughput).
+    var receivedBytes: Int64 { transferMeter.bytesByClass.values.reduce(0, +) }
 
     init(context: AgentContext) {
         self.context = context
