@@ -12,7 +12,7 @@ extension StatusPage {
     }
 
     func activeSection() -> String {
-        var rows: [String] = []
+        var rows: [Row] = []
         for record in active {
             let running = record.downloads.filter { $0.state == .running }
             for download in running.isEmpty ? record.downloads.prefix(1).map({ $0 }) : running {
@@ -25,7 +25,7 @@ extension StatusPage {
                     cell(download.bytesPerSecond.map(HumanUnits.rate) ?? "-", numeric: true),
                     cell(eta.map { HumanUnits.duration(seconds: $0) } ?? "-", numeric: true),
                     cell(record.agent),
-                    cell(Redaction.url(download.url), numeric: false),
+                    cell(Redaction.url(download.url), wraps: true),
                 ]))
             }
         }
@@ -68,7 +68,7 @@ extension StatusPage {
         let rows = waiting.map { record in
             row(job: record.job, state: record.state.rawValue, cells: [
                 badge(record.state.rawValue),
-                cell(StatusText.lastError(record) == "-" ? "waiting for its turn" : StatusText.lastError(record)),
+                cell(StatusText.lastError(record) == "-" ? "waiting for its turn" : StatusText.lastError(record), wraps: true),
                 cell(StatusText.nextTry(record.retryAt, now: now)),
                 cell("\(record.attempts)", numeric: true),
                 cell(HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), numeric: true),
@@ -100,7 +100,7 @@ extension StatusPage {
                 badge("held"),
                 cell(record.map { "\($0.attempts)" } ?? "-", numeric: true),
                 cell(record.map { HumanUnits.bytes($0.downloads.reduce(0) { $0 + $1.bytes }) } ?? "-", numeric: true),
-                cell(record.map(StatusText.lastError) ?? "-"),
+                cell(record.map(StatusText.lastError) ?? "-", wraps: true),
             ])
         }
         return section("held", "Held", table: table("Jobs in hold/, waiting for dropfetch release",
@@ -116,7 +116,7 @@ extension StatusPage {
                 cell(HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), numeric: true),
                 cell(StatusText.elapsed(record.downloads.reduce(0) { $0 + $1.seconds }), numeric: true),
                 cell(record.error?.kind.rawValue ?? ""),
-                cell(record.error.map { Redaction.url($0.message) } ?? ""),
+                cell(record.error.map { Redaction.url($0.message) } ?? "", wraps: true),
             ])
         }
         return section("recent", "Recent results",

@@ -127,25 +127,40 @@ public struct StatusPage: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// A table with a caption, column headers (`scope="col"`) and rows already made; nil without rows.
-    func table(_ caption: String, _ columns: [String], numeric: Set<Int> = [], rows: [String]) -> String? {
+    /// One table row before it is placed: the job (or agent, or class) it is about, its state, its cells.
+    struct Row {
+        var job: String
+        var state: String
+        /// `<td…>` elements, one per column after the first.
+        var cells: [String]
+    }
+
+    /// A table with a caption, column headers (`scope="col"`) and one row per `Row`, its name as the
+    /// row header (`scope="row"`); nil without rows. Each cell carries its column's name
+    /// (`data-label`), which a phone shows beside the value when rows become cards.
+    /// `data-job` and `data-state` say which job a row is and in what state, for scripts and tests.
+    func table(_ caption: String, _ columns: [String], numeric: Set<Int> = [], rows: [Row]) -> String? {
         guard !rows.isEmpty else { return nil }
         let head = columns.enumerated().map { index, name in
             "<th scope=\"col\"\(numeric.contains(index) ? " class=\"num\"" : "")>\(name)</th>"
         }.joined()
+        let body = rows.map { row in
+            let cells = row.cells.enumerated().map { index, cell in
+                let label = index + 1 < columns.count ? columns[index + 1] : ""
+                return "<td data-label=\"\(label)\"" + cell.dropFirst(3)
+            }
+            return "<tr data-job=\"\(HTMLText.escape(row.job))\" data-state=\"\(HTMLText.escape(row.state))\">"
+                + "<th scope=\"row\">\(HTMLText.escape(row.job))</th>" + cells.joined() + "</tr>"
+        }
         return "<table>\n<caption>\(caption)</caption>\n<thead><tr>\(head)</tr></thead>\n<tbody>\n"
-            + rows.joined(separator: "\n") + "\n</tbody>\n</table>"
+            + body.joined(separator: "\n") + "\n</tbody>\n</table>"
     }
 
-    /// A row: its job name as the row header, then cells already made; `data-job` and `data-state`
-    /// say which job it is and in what state, for scripts and tests.
-    func row(job: String, state: String, cells: [String]) -> String {
-        "<tr data-job=\"\(HTMLText.escape(job))\" data-state=\"\(HTMLText.escape(state))\">"
-            + "<th scope=\"row\">\(HTMLText.escape(job))</th>" + cells.joined() + "</tr>"
-    }
+    func row(job: String, state: String, cells: [String]) -> Row { Row(job: job, state: state, cells: cells) }
 
-    func cell(_ text: String, numeric: Bool = false) -> String {
-        HTMLText.element("td", numeric ? "class=\"num\"" : "", text: text)
+    /// A `<td>` of escaped text: `numeric` right-aligns it, `wraps` lets a long URL or message wrap.
+    func cell(_ text: String, numeric: Bool = false, wraps: Bool = false) -> String {
+        HTMLText.element("td", numeric ? "class=\"num\"" : wraps ? "class=\"long\"" : "", text: text)
     }
 
     /// A state as a word in a colored badge (the word carries the meaning; the color only helps).

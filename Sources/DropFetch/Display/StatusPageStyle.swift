@@ -29,14 +29,14 @@ enum StatusPageStyle {
         .facts dd { font-size: 1rem; }
         .scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; }
         .scroll:focus { outline: 2px solid var(--bar); outline-offset: 2px; }
-        table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+        table { border-collapse: collapse; min-width: 100%; font-variant-numeric: tabular-nums; }
         caption { text-align: left; font-size: 0.85rem; padding: 0.4rem 0.6rem; }
-        th, td { padding: 0.35rem 0.6rem; text-align: left; vertical-align: top; border-top: 1px solid var(--line); }
-        thead th { background: var(--head); font-size: 0.85rem; white-space: nowrap; }
-        tbody th { font-weight: 600; overflow-wrap: anywhere; min-width: 10rem; }
-        td { overflow-wrap: anywhere; }
-        .num { text-align: right; white-space: nowrap; }
-        td.bar { white-space: nowrap; }
+        th, td { padding: 0.35rem 0.6rem; text-align: left; vertical-align: top; border-top: 1px solid var(--line);
+          white-space: nowrap; }
+        thead th { background: var(--head); font-size: 0.85rem; }
+        tbody th { font-weight: 600; white-space: normal; overflow-wrap: anywhere; min-width: 9rem; max-width: 22rem; }
+        td.long { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 30rem; }
+        .num { text-align: right; }
         progress { width: 8rem; height: 0.8rem; vertical-align: middle; accent-color: var(--bar); }
         progress::-webkit-progress-bar { background: var(--track); border-radius: 4px; }
         progress::-webkit-progress-value { background: var(--bar); border-radius: 4px; }
@@ -52,7 +52,21 @@ enum StatusPageStyle {
           border-bottom: 1px solid var(--line); }
         .spark .axis { stroke: var(--line); }
         code { font-size: 0.9em; }
-        @media (max-width: 40rem) { body { padding: 0.5rem; font-size: 14px; } h2 { margin-top: 1.1rem; } }
+        @media (max-width: 40rem) {
+          body { padding: 0.5rem; font-size: 14px; }
+          h2 { margin-top: 1.1rem; }
+          .scroll { overflow-x: visible; border: 0; }
+          table, tbody, tr, th, td, caption { display: block; min-width: 0; max-width: none; }
+          thead { position: absolute; left: -100vw; }
+          caption { padding: 0 0 0.4rem; }
+          tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: 0.5rem; padding: 0.25rem 0; }
+          th, td { border: 0; padding: 0.15rem 0.6rem; white-space: normal; overflow-wrap: anywhere; }
+          td { display: flex; gap: 0.75rem; justify-content: space-between; text-align: right; }
+          td::before { content: attr(data-label); color: var(--muted); text-align: left; white-space: nowrap; }
+          td.long { display: block; text-align: left; }
+          td.long::before { display: block; }
+          progress { width: 6rem; }
+        }
 
         """
 }
