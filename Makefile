@@ -13,6 +13,8 @@
 #                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
 #   make bench     release build, then bench/run.sh: P1–P6 of issue 12 beside curl and aria2c, written to
 #                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing)
+#   make screenshots  the status page at phone and desktop widths, light and dark, rendered by headless
+#                  Chromium into docs/status-page-*.png (installs chromium if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
 
@@ -32,6 +34,8 @@ DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
 # HTTPS server on Debian's python3 (its pip is closed by PEP 668, so apt), OpenSSH's sshd run as the
 # current user (SFTP), openssl and ssh-keygen for their certificates and keys.
 TEST_PKGS := python3 python3-pyftpdlib python3-openssl openssh-server openssh-client openssh-sftp-server openssl
+# The status page's test renders it in headless Chromium (a large package: installed only when missing).
+BROWSER_PKGS := chromium
 TEST_LOG := .build/test-output.txt
 
 # The release binary carries the Swift runtime and Foundation (--static-swift-stdlib) and no RUNPATH
@@ -86,7 +90,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps test-deps bench-deps install-deps distributed-deps build release man completions install uninstall \
+.PHONY: deps test-deps browser-deps screenshots bench-deps install-deps distributed-deps build release man completions install uninstall \
 	test-install run test test-distributed bench fuzz clean
 
 deps:
@@ -107,16 +111,36 @@ deps:
 test-deps: deps
 	@missing=""; \
 	if command -v dpkg >/dev/null 2>&1; then \
-	  for p in $(TEST_PKGS); do \
+	  for p in $(TEST_PKGS) $(BROWSER_PKGS); do \
 	    case "$$(dpkg -s "$$p" 2>/dev/null || true)" in \
 	      *"Status: install ok installed"*) ;; \
 	      *) missing="$$missing $$p" ;; \
 	    esac; \
 	  done; \
 	else \
-	  echo "test-deps: no dpkg here; make sure these (or your system's equivalents) are installed: $(TEST_PKGS)"; \
+	  echo "test-deps: no dpkg here; make sure these (or your system's equivalents) are installed: $(TEST_PKGS) $(BROWSER_PKGS)"; \
 	fi; \
 	$(install_missing)
+
+# Chromium alone, for make screenshots; the check is dpkg's, so an installed package costs nothing.
+browser-deps: deps
+	@missing=""; \
+	if command -v dpkg >/dev/null 2>&1; then \
+	  for p in $(BROWSER_PKGS); do \
+	    case "$$(dpkg -s "$$p" 2>/dev/null || true)" in \
+	      *"Status: install ok installed"*) ;; \
+	      *) missing="$$missing $$p" ;; \
+	    esac; \
+	  done; \
+	fi; \
+	$(install_missing)
+
+# The status page test's spool, rendered as an agent writes it, into docs/status-page-{phone,desktop}-{light,dark}.png.
+screenshots: browser-deps
+	$(SWIFT) build --build-tests
+	DROPFETCH_SCREENSHOTS=$(CURDIR)/docs $(SWIFT) test --skip-build --disable-xctest --enable-swift-testing \
+	  --filter 'StatusPageBrowserTests'
+	@ls -l docs/status-page-*.png
 
 # The bench needs the commands, however they were installed; nginx-light is the smallest nginx.
 # strace counts the idle daemon's wake-ups (P5); /usr/bin/time gives P6's CPU time.

@@ -48,6 +48,7 @@ enum StatusPageStyle {
         .s-waiting, .s-held { background: var(--wait-bg); color: var(--wait-fg); }
         .s-queued { background: var(--info-bg); color: var(--info-fg); }
         figure { margin: 0; }
+        figcaption { margin-top: 0.4rem; }
         .spark { display: block; width: 100%; max-width: 40rem; height: 3rem; color: var(--bar); fill: currentColor;
           border-bottom: 1px solid var(--line); }
         .spark .axis { stroke: var(--line); }
