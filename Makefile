@@ -60,7 +60,7 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 INSTALL_STRIP ?= -s
 UNITS := dropfetch.service dropfetch-once.service dropfetch-once.timer dropfetch.path
 # Docs keep the repository's layout under DOCDIR, so the links between them hold.
-DOCS := README.md config.example.yaml contrib/cron.example $(wildcard docs/*.md)
+DOCS := README.md config.example.yaml contrib/cron.example contrib/nginx-status-page.conf $(wildcard docs/*.md) $(wildcard docs/*.png)
 # Man pages carry the date of the last commit, so two builds of one commit give the same pages.
 MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 MAN_OUT := .build/plugins/GenerateManual/outputs/dropfetch
