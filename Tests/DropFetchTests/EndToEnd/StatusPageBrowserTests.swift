@@ -65,7 +65,7 @@ struct StatusPageBrowserTests {
                                    writer: "agent test-agent")
         let path = spool.fixture.root.path + "/shot.html"
         try page.html().write(toFile: path, atomically: true, encoding: .utf8)
-        for (name, size) in [("phone", "390,2700"), ("desktop", "1280,1850")] {
+        for (name, size) in [("phone", "390,3500"), ("desktop", "1280,1850")] {
             for (scheme, extra) in [("light", [String]()), ("dark", ["--force-dark-mode"])] {
                 let target = folder + "/status-page-\(name)-\(scheme).png"
                 let run = try CommandRun(Self.flags + extra + ["--window-size=" + size, "--screenshot=" + target, "file://" + path],
