@@ -13,6 +13,8 @@
 #                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
 #   make bench     release build, then bench/run.sh: P1–P6 of issue 12 beside curl and aria2c, written to
 #                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing)
+#   make screenshots  the status page at phone and desktop widths, light and dark, rendered by headless
+#                  Chromium into docs/status-page-*.png (installs chromium if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
 
@@ -33,6 +35,8 @@ DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
 # current user (SFTP), openssl and ssh-keygen for their certificates and keys; libfaketime (faketime)
 # runs the schedule tests' agents under a fake wall clock.
 TEST_PKGS := python3 python3-pyftpdlib python3-openssl openssh-server openssh-client openssh-sftp-server openssl faketime
+# The status page's test renders it in headless Chromium (a large package: installed only when missing).
+BROWSER_PKGS := chromium
 TEST_LOG := .build/test-output.txt
 
 # The release binary carries the Swift runtime and Foundation (--static-swift-stdlib) and no RUNPATH
@@ -57,7 +61,7 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 INSTALL_STRIP ?= -s
 UNITS := dropfetch.service dropfetch-once.service dropfetch-once.timer dropfetch.path
 # Docs keep the repository's layout under DOCDIR, so the links between them hold.
-DOCS := README.md config.example.yaml contrib/cron.example $(wildcard docs/*.md)
+DOCS := README.md config.example.yaml contrib/cron.example contrib/nginx-status-page.conf $(wildcard docs/*.md) $(wildcard docs/*.png)
 # Man pages carry the date of the last commit, so two builds of one commit give the same pages.
 MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 MAN_OUT := .build/plugins/GenerateManual/outputs/dropfetch
@@ -87,7 +91,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps test-deps bench-deps install-deps distributed-deps build release man completions install uninstall \
+.PHONY: deps test-deps browser-deps screenshots bench-deps install-deps distributed-deps build release man completions install uninstall \
 	test-install run test test-distributed bench fuzz clean
 
 deps:
@@ -108,16 +112,36 @@ deps:
 test-deps: deps
 	@missing=""; \
 	if command -v dpkg >/dev/null 2>&1; then \
-	  for p in $(TEST_PKGS); do \
+	  for p in $(TEST_PKGS) $(BROWSER_PKGS); do \
 	    case "$$(dpkg -s "$$p" 2>/dev/null || true)" in \
 	      *"Status: install ok installed"*) ;; \
 	      *) missing="$$missing $$p" ;; \
 	    esac; \
 	  done; \
 	else \
-	  echo "test-deps: no dpkg here; make sure these (or your system's equivalents) are installed: $(TEST_PKGS)"; \
+	  echo "test-deps: no dpkg here; make sure these (or your system's equivalents) are installed: $(TEST_PKGS) $(BROWSER_PKGS)"; \
 	fi; \
 	$(install_missing)
+
+# Chromium alone, for make screenshots; the check is dpkg's, so an installed package costs nothing.
+browser-deps: deps
+	@missing=""; \
+	if command -v dpkg >/dev/null 2>&1; then \
+	  for p in $(BROWSER_PKGS); do \
+	    case "$$(dpkg -s "$$p" 2>/dev/null || true)" in \
+	      *"Status: install ok installed"*) ;; \
+	      *) missing="$$missing $$p" ;; \
+	    esac; \
+	  done; \
+	fi; \
+	$(install_missing)
+
+# The status page test's spool, rendered as an agent writes it, into docs/status-page-{phone,desktop}-{light,dark}.png.
+screenshots: browser-deps
+	$(SWIFT) build --build-tests
+	DROPFETCH_SCREENSHOTS=$(CURDIR)/docs $(SWIFT) test --skip-build --disable-xctest --enable-swift-testing \
+	  --filter 'StatusPageBrowserTests'
+	@ls -l docs/status-page-*.png
 
 # The bench needs the commands, however they were installed; nginx-light is the smallest nginx.
 # strace counts the idle daemon's wake-ups (P5); /usr/bin/time gives P6's CPU time.

@@ -9,7 +9,7 @@ struct Check: ParsableCommand {
             Checks, with the permissions of the user running it and without creating anything: the \
             config file (errors name the line, column and key), that the spool, the destination and \
             every class destination exist or can be created and written, that the folder of \
-            metrics_file exists and is writable, and that each hook program exists and is executable. \
+            metrics_file and of status_page exist and are writable, and that each hook program exists and is executable. \
             Each problem is printed with its path. Exit status: 0 all well, 2 a problem was found.
             """)
 

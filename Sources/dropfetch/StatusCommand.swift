@@ -12,20 +12,30 @@ struct Status: ParsableCommand {
             attempts, last error), held jobs and recent results, sizes in KiB/MiB/GiB. --watch redraws \
             it every second until interrupted (Ctrl-C). With --json it prints one object: inbox (a \
             count), active, waiting and held (arrays of state objects) and recent (the newest status \
-            records of done/ and failed/, newest first). Exit status: 0, 2 config or usage error, 3 \
+            records of done/ and failed/, newest first). With --html it prints the status page once: the \
+            self-contained HTML page an agent writes to status_page, without the last hour's throughput \
+            (only a running agent counts it). Exit status: 0, 2 config or usage error, 3 \
             the spool does not exist.
             """)
 
     @OptionGroup var options: ConfigOption
     @Flag(help: "One JSON object: inbox, active, waiting, held, recent.") var json = false
     @Flag(help: "Redraw every second until interrupted.") var watch = false
+    @Flag(help: "The status page (self-contained HTML), once.") var html = false
 
     func validate() throws {
-        if watch, json { throw ValidationError("--watch and --json cannot be combined") }
+        if [watch, json, html].filter({ $0 }).count > 1 {
+            throw ValidationError("--watch, --json and --html cannot be combined")
+        }
     }
 
     func run() throws {
         let config = try options.loadForExistingSpool()
+        if html {
+            let page = StatusPage.read(config: config, throughput: nil, writer: "dropfetch status --html")
+            print(page.html(), terminator: "")
+            return
+        }
         guard watch else {
             let status = SpoolStatus.read(config: config)
             print(json ? status.json() : status.text())

@@ -211,6 +211,7 @@ public final class Agent {
                 ProgressReporter.snapshot(of: table, queued: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount)
             }
             context.metrics?.writeIfDue(now: now, metricsGauges, on: context.finishSteps)
+            writeStatusPageIfDue(now: now)
             notifier?.turn {
                 ServiceNotifier.Counts(queued: runner.scheduler.readyCount, active: table.runningCount,
                                        waiting: runner.scheduler.waitingCount, held: SpoolStatus.heldCount(in: spool.hold))
@@ -247,6 +248,7 @@ public final class Agent {
     private func finalStatus() -> ExitStatus {
         schedule.finish()
         writeMetrics()
+        writeFinalStatusPage()
         if case .stopping = state {
             logger.info("stopped; unfinished jobs stay in \(spool.work)")
             return .success
@@ -280,6 +282,7 @@ public final class Agent {
         if let change = schedule.nextWake() { deadline = min(deadline, change) }
         if let due = progress?.deadline(running: table.runningCount) { deadline = min(deadline, due) }
         if let due = context.metrics?.nextWrite(metricsGauges) { deadline = min(deadline, due) }
+        if let due = statusPageDeadline { deadline = min(deadline, due) }
         // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.
         if context.hooks.isRunning, signals == nil || options.once, let until = context.hooks.waitUntil {
             deadline = min(deadline, signals == nil ? now + 100 : until)

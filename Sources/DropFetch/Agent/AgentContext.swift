@@ -14,6 +14,8 @@ final class AgentContext {
     /// Debug builds only: where to die for the crash-matrix tests.
     let crashPlan: CrashPlan?
     var metrics: MetricsFile?
+    /// The `status_page` and its `status.json`; nil when the config names none.
+    var statusPage: StatusPageFile?
     /// Every job this agent owns and every transfer it runs.
     let table = JobTable()
     /// How much each loop turn may receive.
@@ -55,6 +57,7 @@ final class AgentContext {
         metrics = config.metricsFile.map {
             MetricsFile(path: Agent.absolute($0), agent: agentID, spoolRoot: spool.root, holdFolder: spool.hold, logger: logger)
         }
+        statusPage = config.statusPage.map { StatusPageFile(configured: $0, agent: agentID, logger: logger) }
     }
 }
 

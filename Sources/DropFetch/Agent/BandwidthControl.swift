@@ -20,6 +20,8 @@ final class BandwidthControl: AgentPart {
 
     /// Bytes received per class since the agent started (`TransferMeter`).
     var bytesByClass: [String: Int64] { transferMeter.bytesByClass }
+    /// Bytes received by all transfers since the agent started, as last metered (the status page's throughput).
+    var receivedBytes: Int64 { transferMeter.bytesByClass.values.reduce(0, +) }
 
     init(context: AgentContext) {
         self.context = context

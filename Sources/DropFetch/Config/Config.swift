@@ -99,6 +99,8 @@ public struct Config: Sendable, Equatable {
     public var classes: [JobClass] = []
     public var hooks = Hooks()
     public var metricsFile: String?
+    /// `status_page`: the HTML page of the whole spool, with `status.json` written beside it.
+    public var statusPage: String?
     public var logLevel: LogLevel = .info
     /// CURLOPT_MAXREDIRS: more redirects than this fail with `redirect`.
     public var maxRedirects = 10

@@ -15,7 +15,7 @@ public enum ConfigLoader {
     static let topLevelKeys = [
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "digest", "classes",
-        "hooks", "metrics_file", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
+        "hooks", "metrics_file", "status_page", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
         "schedule", "quota",
     ] + networkKeys
 
@@ -81,6 +81,7 @@ public enum ConfigLoader {
             case "quota": quota = field
             case "hooks": config.hooks = try hooks(field)
             case "metrics_file": config.metricsFile = try field.optionalFilePath()
+            case "status_page": config.statusPage = try statusPage(field)
             case "log_level": config.logLevel = try field.choice(Config.LogLevel.allCases)
             case "max_redirects": config.maxRedirects = try field.int(minimum: 0)
             case "claim_ahead": config.claimAhead = try field.int(minimum: 0)
@@ -110,6 +111,19 @@ public enum ConfigLoader {
             throw field.error("file_mode \(text) must let the owner read and write (0600)")
         }
         return mode
+    }
+
+    /// `status_page`: a file path whose folder also takes `status.json`, so the page cannot be that file.
+    static func statusPage(_ field: ConfigField) throws(ConfigError) -> String? {
+        guard let path = try field.optionalFilePath() else { return nil }
+        let name = FileSystem.baseName(of: path)
+        guard !path.hasSuffix("/"), name != ".", name != ".." else {
+            throw field.error("expected the path of a file, got '\(path)'")
+        }
+        guard name != StatusPageFile.jsonName else {
+            throw field.error("'\(StatusPageFile.jsonName)' is written beside the page; give the page another name, such as index.html")
+        }
+        return path
     }
 
     /// `agent_id` names the folder `work/<agent>/`, so it must be one plain path component.

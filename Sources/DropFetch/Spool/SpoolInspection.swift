@@ -37,6 +37,13 @@ public enum SpoolInspection {
                 found.append("metrics_file \(metrics): \(problem)")
             }
         }
+        if let page = config.statusPage.map(Agent.absolute) {
+            if FileSystem.isDirectory(page) {
+                found.append("status_page \(page) is a folder")
+            } else if let problem = PathProbe.writableFolder(FileSystem.directoryName(of: page)) {
+                found.append("status_page \(page): \(problem)")
+            }
+        }
         let hooks = [("on_done", config.hooks.onDone), ("on_failed", config.hooks.onFailed), ("on_idle", config.hooks.onIdle)]
         for (name, argv) in hooks {
             guard let program = argv?.first else { continue }
