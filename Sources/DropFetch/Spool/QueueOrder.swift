@@ -49,9 +49,7 @@ public struct QueueOrder: Sendable {
             seen.insert(found.relativePath)
             let (priority, className) = describe(found, in: spool, config: config, cache: cache)
             var arrival = found.modified
-            if let released = spool.releasedState(of: found.relativePath), let submitted = Timestamp.parse(released.submitted) {
-                arrival = submitted * 1_000_000_000
-            }
+            if let submitted = spool.releasedState(of: found.relativePath)?.submitted { arrival = submitted * 1_000_000_000 }
             entries.append((Entry(job: found.name, folder: found.folder, className: className, priority: priority,
                                   arrival: arrival, claimedBy: nil), false))
         }
