@@ -72,7 +72,11 @@ final class OutputNames: AgentPart {
 
     /// The lower-case hex SHA-256 of the `final.st_size` bytes of file `name`.
     static func sha256(of name: String, _ final: stat, in folder: DirectoryHandle) throws(SystemError) -> String {
-        let file = try folder.open(name, flags: O_RDONLY)
+        // A file of the destination: a FIFO swapped in after the stat must not block (O_NONBLOCK).
+        let file = try folder.open(name, flags: O_RDONLY | O_NONBLOCK)
+        guard (try file.status().st_mode & S_IFMT) == S_IFREG else {
+            throw SystemError(code: EINVAL, operation: "hash (not a regular file)", path: file.path)
+        }
         let digest = Digest(.sha256)
         try digest.update(from: file, length: Int64(final.st_size))
         return digest.finalize()

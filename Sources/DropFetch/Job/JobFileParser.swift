@@ -102,6 +102,9 @@ public enum JobFileParser {
             }
             let url = text(trimmed(content[(equals + 1)...]))
             guard !url.isEmpty else { throw JobFileError(line: line.number, message: "URL= is empty") }
+            guard url.utf8.count <= maxURLBytes else {
+                throw JobFileError(line: line.number, message: "URL of \(url.utf8.count) bytes, over the limit of \(maxURLBytes)")
+            }
             guard isWellFormedURL(url) else { throw malformedURL(url, line: line.number) }
             found = DownloadSpec(urls: [url], line: line.number)
         }
@@ -180,10 +183,18 @@ public enum JobFileParser {
         }
     }
 
+    /// The longest URL a job may name: far beyond any server's request-line limit (nginx's is 8 KiB).
+    static let maxURLBytes = 65_536
+
     /// A URL line: one URL, or several mirrors separated by TAB.
     static func parseURLLine(_ bytes: ArraySlice<UInt8>, line: Int) throws(JobFileError) -> DownloadSpec {
         var urls: [String] = []
         for field in trimmed(bytes).split(separator: ASCII.tab) {
+            // libcurl refuses longer input (CURL_MAX_INPUT_LENGTH is 8 MB) as a "bad argument",
+            // which would be filed as the agent's own fault; the URL is not quoted (it is huge).
+            guard field.count <= maxURLBytes else {
+                throw JobFileError(line: line, message: "URL of \(field.count) bytes, over the limit of \(maxURLBytes)")
+            }
             let url = text(field)
             guard isWellFormedURL(url) else { throw malformedURL(url, line: line) }
             urls.append(url)

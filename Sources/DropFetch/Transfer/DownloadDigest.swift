@@ -25,7 +25,8 @@ enum DownloadDigest {
         if available == 0, let total, total < backgroundThreshold {
             return .inline(algorithms.map { ($0, Digest($0)) })
         }
-        let reader = try part.folder.open(part.name, flags: O_RDONLY)
+        // O_NONBLOCK: a FIFO renamed over the .part by a destination writer must not hang the loop.
+        let reader = try part.folder.open(part.name, flags: O_RDONLY | O_NONBLOCK)
         return .background(try FileDigester(file: reader, algorithms: algorithms, available: available))
     }
 

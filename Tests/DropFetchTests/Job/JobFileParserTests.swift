@@ -343,4 +343,16 @@ let badJobFiles: [BadJobFile] = [
         #expect(badJobFiles.count >= 25)
         #expect(Set(badJobFiles.map(\.testDescription)).count == badJobFiles.count)
     }
+
+    @Test("a URL over 64 KiB is invalid_job naming its line and size, never passed to libcurl or quoted")
+    func overlongURL() {
+        let url = "https://example.org/" + String(repeating: "a", count: 70_000)
+        do {
+            _ = try JobFileParser.parse(Array(("# big\n" + url + "\n").utf8))
+            Issue.record("a 70 KB URL was accepted")
+        } catch {
+            #expect(error.line == 2)
+            #expect(error.message.contains("70020 bytes") && !error.message.contains("aaaa"), "\(error.message)")
+        }
+    }
 }
