@@ -12,7 +12,8 @@ struct Status: ParsableCommand {
             attempts, last error), held jobs and recent results, sizes in KiB/MiB/GiB. --watch redraws \
             it every second until interrupted (Ctrl-C). With --json it prints one object: inbox (a \
             count), active, waiting and held (arrays of state objects) and recent (the newest status \
-            records of done/ and failed/, newest first). With --html it prints the status page once: the \
+            records of done/ and failed/, newest first), and with schedule: or quota: in the config, schedule \
+            (windows in force, limits, next change) and quotas (used, left, reset). With --html it prints the status page once: the \
             self-contained HTML page an agent writes to status_page, without the last hour's throughput \
             (only a running agent counts it). Exit status: 0, 2 config or usage error, 3 \
             the spool does not exist.

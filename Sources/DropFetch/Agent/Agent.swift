@@ -236,8 +236,10 @@ public final class Agent {
 
     /// What the metrics file's gauges say now.
     private var metricsGauges: MetricsFile.Gauges {
-        MetricsFile.Gauges(active: table.runningCount, ready: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount,
-                           inbox: intake.inbox.count)
+        var gauges = MetricsFile.Gauges(active: table.runningCount, ready: runner.scheduler.readyCount,
+                                        waiting: runner.scheduler.waitingCount, inbox: intake.inbox.count)
+        gauges.addSchedule(schedule)
+        return gauges
     }
 
     func writeMetrics() {

@@ -15,6 +15,31 @@ final class MetricsFile {
         var ready = 0
         var waiting = 0
         var inbox = 0
+        /// With `schedule:`: `limits.rate_limit` (0: none) and `concurrency.total` in force, and whether a pause is.
+        var rateLimit: Int64?
+        var concurrency: Int?
+        var paused: Bool?
+        /// With `quota:`: each quota's bytes used (all agents) and its limit.
+        var quotas: [Quota] = []
+
+        struct Quota: Equatable {
+            var period: String
+            var className: String
+            var used: Int64
+            var bytes: Int64
+        }
+
+        /// The limits and quota use `ScheduleGate` put in force.
+        mutating func addSchedule(_ gate: ScheduleGate) {
+            if !gate.config.schedule.isEmpty {
+                rateLimit = gate.state.bandwidthLimits(gate.config).total
+                concurrency = gate.state.admissionLimits(gate.config).total
+                paused = gate.state.pause != nil
+            }
+            quotas = gate.quotas.map {
+                Quota(period: $0.quota.period.rawValue, className: $0.quota.className ?? "", used: $0.used, bytes: $0.quota.bytes)
+            }
+        }
     }
 
     /// The shortest time between two writes, in ms.
@@ -173,6 +198,23 @@ final class MetricsFile {
         metric("dropfetch_loop_stall_seconds", "gauge",
                "The longest turn of the event loop (its work between two waits) over the last minute.",
                [("", "\(stall)")])
+        if let rateLimit = gauges.rateLimit, let concurrency = gauges.concurrency, let paused = gauges.paused {
+            metric("dropfetch_rate_limit_bytes_per_second", "gauge", "limits.rate_limit in force (schedule: windows); 0: none.",
+                   [("", "\(rateLimit)")])
+            metric("dropfetch_concurrency_limit", "gauge", "concurrency.total in force (schedule: windows).",
+                   [("", "\(concurrency)")])
+            metric("dropfetch_schedule_paused", "gauge", "1 while a schedule: window pauses transfers, else 0.",
+                   [("", paused ? "1" : "0")])
+        }
+        if !gauges.quotas.isEmpty {
+            let labels = gauges.quotas.map {
+                ",period=\"\($0.period)\",class=\"\(MetricsFile.labelValue($0.className))\""
+            }
+            metric("dropfetch_quota_used_bytes", "gauge", "Bytes the quota's current period used, by every agent of the spool.",
+                   zip(labels, gauges.quotas).map { ($0, "\($1.used)") })
+            metric("dropfetch_quota_limit_bytes", "gauge", "The quota's bytes per period.",
+                   zip(labels, gauges.quotas).map { ($0, "\($1.bytes)") })
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -35,8 +35,8 @@ public struct StatusPage: Sendable {
     public var writer: String
     /// An agent that wrote the page as it stopped: shown as stopped, whatever its lock says.
     public var stoppedAgent: String?
-    /// The schedule window and quota state, as label and value pairs (issue 27 fills this in);
-    /// nil leaves the section out.
+    /// The schedule window and quota state, as label and value pairs (ScheduleStatus.facts);
+    /// nil, without `schedule:` and `quota:`, leaves the section out.
     public var scheduleFacts: [(label: String, value: String)]?
 
     public init(status: SpoolStatus, queue: QueueOrder, agents: AgentRoster, throughput: Throughput?, writtenAt: Int64,
@@ -57,7 +57,8 @@ public struct StatusPage: Sendable {
         let status = SpoolStatus.read(config: config, recentLimit: recentLimit)
         return StatusPage(status: status, queue: QueueOrder.read(config: config, status: status, cache: cache),
                           agents: AgentRoster.read(config: config), throughput: throughput,
-                          writtenAt: Int64(time(nil)), writer: writer, stoppedAgent: stoppedAgent)
+                          writtenAt: Int64(time(nil)), writer: writer, stoppedAgent: stoppedAgent,
+                          scheduleFacts: status.schedule?.facts)
     }
 
     /// Jobs of agents that are gone, whatever their state file says.

@@ -20,6 +20,9 @@ public enum StatusText {
         for (title, table) in sections where !table.isEmpty {
             lines += ["", title + ":"] + table.lines(indent: "  ")
         }
+        if let schedule = status.schedule {
+            lines += ["", "schedule and quotas:"] + schedule.facts.map { "  \($0.label): \($0.value)" }
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -17,6 +17,8 @@ public struct SpoolStatus: Sendable {
     /// Agents whose work folder's lock nobody holds (AgentLiveness): their jobs are orphaned until
     /// an agent adopts them, and their state files' progress is stale.
     public var goneAgents: Set<String> = []
+    /// The schedule window and quotas now; nil without `schedule:` and `quota:`.
+    public var schedule: ScheduleStatus?
 
     /// Whether `record` (of `active` or `waiting`) belongs to an agent that is gone.
     public func isOrphaned(_ record: StatusRecord) -> Bool { goneAgents.contains(record.agent) }
@@ -61,7 +63,7 @@ public struct SpoolStatus: Sendable {
         let recent = finished.sorted { $0.modified > $1.modified }.prefix(recentLimit).compactMap { readRecord($0.path) }
         return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
                            waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent,
-                           goneAgents: gone)
+                           goneAgents: gone, schedule: ScheduleStatus.read(config: config, now: Int64(time(nil))))
     }
 
     /// The number of jobs in a hold/ folder (one readdir(3)); 0 when it cannot be read.
@@ -73,8 +75,8 @@ public struct SpoolStatus: Sendable {
         Spool.readRecord(at: path)
     }
 
-    /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent` (docs/cli.md); each entry
-    /// of `active` and `waiting` also says `agent_alive`.
+    /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent`, and `schedule` and `quotas`
+    /// when configured (docs/cli.md); each entry of `active` and `waiting` also says `agent_alive`.
     public func json() -> String {
         func list(_ records: [StatusRecord]) -> String {
             "[" + records.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",\n") + "]"
@@ -98,7 +100,7 @@ public struct SpoolStatus: Sendable {
             return record
         }
         return "{\n\"inbox\": \(inbox),\n\"active\": \(claimed(active)),\n\"waiting\": \(claimed(waiting)),\n"
-            + "\"held\": \(list(heldRecords)),\n\"recent\": \(list(recent))\n}"
+            + "\"held\": \(list(heldRecords)),\n\"recent\": \(list(recent))" + (schedule.map { ",\n" + $0.jsonMembers() } ?? "") + "\n}"
     }
 
     /// Aligned tables for people (StatusText), relative times counted from now.
