@@ -63,4 +63,24 @@ struct UntrustedDestinationTests {
         #expect(server.requests(to: "/y.bin").first?.header("Range") == nil)
         #expect(fixture.downloaded("y.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
     }
+
+    @Test("on_conflict: overwrite with a planted record naming an owner that does not exist: not waited for, the job is done")
+    func plantedOwnerNotWaitedFor() throws {
+        let body = TestHTTPServer.randomBytes(300_000, seed: 24_502)
+        let server = try TestHTTPServer()
+        server.serve("/z.bin", body: body)
+        let fixture = try SpoolFixture(extraConfig: "on_conflict: overwrite\n")
+        try fixture.drop("z.url", server.url("/z.bin") + "\n")
+        try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
+        let partPath = fixture.destination + "/.z.bin.part"
+        try Data([UInt8](repeating: 0x5A, count: 1_000)).write(to: URL(fileURLWithPath: partPath))
+        let partInode = try #require(try FileManager.default.attributesOfItem(atPath: partPath)[.systemFileNumber] as? Int)
+        // An owner no spool has ever seen, in the record's own format (plain, as c8799ba wrote it).
+        let ghost = ResumeRecord(owner: "ghost.url", claim: 999_999_999, part: UInt64(partInode))
+        try Data(ghost.encoded()).write(to: URL(fileURLWithPath: fixture.destination + "/.z.bin.part.json"))
+
+        #expect(try fixture.runOnce(timeout: 30) == 0, "\(fixture.log)")
+        #expect(fixture.downloaded("z.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+        #expect(try fixture.status("done", "z.url").downloads.first?.file?.hasSuffix("/z.bin") == true)
+    }
 }
