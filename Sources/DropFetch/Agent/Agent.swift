@@ -164,13 +164,17 @@ public final class Agent {
     private func loop() -> ExitStatus {
         let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
                                configWatcher?.fileDescriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
-        var descriptors = ownDescriptors.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
+        var descriptors: [curl_waitfd] = []
         context.metrics?.loopStall.begin()
         var turn = 0
         while true {
+            // Completed transfers whose digests a worker still computes are polled for, not joined.
+            descriptors = (ownDescriptors + runner.hashingDescriptors).map {
+                curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0)
+            }
             schedule.refresh()
             if case .running = state { runner.startRunnable() }
-            if case .stopping = state, table.runningCount == 0, context.workers.allSatisfy(\.isIdle) { break }
+            if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
             for worker in context.workers { worker.flush() }
@@ -186,9 +190,10 @@ public final class Agent {
                 runner.stopTransfers()
                 return .failed
             }
-            for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
+            runner.digestsReady { isReady($0) }
+            for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             let workers = context.workers
             for worker in workers where isReady(worker.descriptor) { worker.collect() }
             // One budget for the ready steps of all workers, each first in turn, keeps the turn short.
@@ -223,7 +228,8 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard table.runningCount == 0, runner.scheduler.readyCount == 0, context.workers.allSatisfy(\.isIdle) else { return false }
+        guard table.runningCount == 0, !runner.isHashing, runner.scheduler.readyCount == 0,
+              context.workers.allSatisfy(\.isIdle) else { return false }
         let now = MonotonicClock.now()
         let horizon = Agent.adding(now, config.onceWait)
         if let due = runner.scheduler.nextDue, due <= horizon { return false }

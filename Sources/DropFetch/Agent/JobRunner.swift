@@ -208,6 +208,39 @@ final class JobRunner: AgentPart {
         multi.remove(transfer.easy)
         admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: table.job(unit.job)?.record.className ?? "default")
         bandwidth.applyRateLimits()
+        if let descriptor = transfer.digestPending(after: result) {
+            return hashing.append(PendingDigest(descriptor: descriptor, transfer: transfer, unit: unit, result: result))
+        }
+        finish(transfer, unit, result)
+    }
+
+    /// A completed transfer whose digests a worker still computes (FileDigester.end).
+    private struct PendingDigest {
+        let descriptor: Int32
+        let transfer: Transfer
+        let unit: Scheduler.Unit
+        let result: CURLcode
+    }
+
+    private var hashing: [PendingDigest] = []
+
+    /// The descriptors to poll for digests being finished (readable once ready).
+    var hashingDescriptors: [Int32] { hashing.map(\.descriptor) }
+
+    /// Goes on with the transfers whose digests are ready: `isReady` says which descriptors the
+    /// poll found readable.
+    func digestsReady(_ isReady: (Int32) -> Bool) {
+        let ready = hashing.filter { isReady($0.descriptor) }
+        guard !ready.isEmpty else { return }
+        hashing.removeAll { isReady($0.descriptor) }
+        for pending in ready { finish(pending.transfer, pending.unit, pending.result) }
+    }
+
+    /// Whether a completed transfer still waits for its digests.
+    var isHashing: Bool { !hashing.isEmpty }
+
+    /// What follows a transfer's end once its digests are ready: publish, next mirror, retry or fail.
+    private func finish(_ transfer: Transfer, _ unit: Scheduler.Unit, _ result: CURLcode) {
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
         job.downloads[index].phase = .queued

@@ -40,6 +40,13 @@ enum DownloadDigest {
         }
     }
 
+    /// Marks the end of the data at `size` bytes: a descriptor to poll when a worker still hashes
+    /// (FileDigester.end), nil when `finish` will not wait.
+    func end(size: Int64) -> Int32? {
+        if case .background(let digester) = self { return digester.end(size: size) }
+        return nil
+    }
+
     /// The lower-case hex digest of each algorithm.
     func finish(size: Int64) -> Result<[Checksum.Algorithm: String], SystemError> {
         switch self {

@@ -15,18 +15,24 @@ final class FileDigester {
     private final class Shared: @unchecked Sendable {
         let file: FileDescriptor
         let wakeup: FileDescriptor
+        /// Readable (an eventfd(2) in the loop's poll set) once `result` is written.
+        let done: FileDescriptor
         let digests: [(algorithm: Checksum.Algorithm, digest: Digest)]
         /// Bytes of the file that hold valid data and may be hashed.
         let watermark: Atomic<Int64>
         let finished = Atomic<Bool>(false)
+        /// Set by the worker once `result` is written, before `done` is signalled.
+        let completed = Atomic<Bool>(false)
         let cancelled = Atomic<Bool>(false)
         let sleeping = Atomic<Bool>(false)
         /// Written by the worker before it ends.
         var result: Result<[Checksum.Algorithm: String], SystemError>?
 
-        init(file: FileDescriptor, wakeup: FileDescriptor, algorithms: [Checksum.Algorithm], start: Int64) {
+        init(file: FileDescriptor, wakeup: FileDescriptor, done: FileDescriptor, algorithms: [Checksum.Algorithm],
+             start: Int64) {
             self.file = file
             self.wakeup = wakeup
+            self.done = done
             digests = algorithms.map { ($0, Digest($0)) }
             watermark = Atomic(start)
         }
@@ -40,8 +46,10 @@ final class FileDigester {
     init(file: FileDescriptor, algorithms: [Checksum.Algorithm], available: Int64) throws(SystemError) {
         let path = file.path
         let fd = try retryingEINTR("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }
-        shared = Shared(file: file, wakeup: FileDescriptor(rawValue: fd, path: "eventfd"), algorithms: algorithms,
-                        start: available)
+        let wakeup = FileDescriptor(rawValue: fd, path: "eventfd")
+        let done = FileDescriptor(rawValue: try retryingEINTR("eventfd") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
+                                  path: "eventfd")
+        shared = Shared(file: file, wakeup: wakeup, done: done, algorithms: algorithms, start: available)
         var handle = pthread_t()
         let context = Unmanaged.passRetained(shared).toOpaque()
         let status = pthread_create(&handle, nil, { raw in
@@ -78,8 +86,20 @@ final class FileDigester {
     /// The watermark when the worker was last woken.
     private var wokenAt: Int64 = 0
 
+    /// Tells the worker the data ends at `size` bytes, without waiting for it: the descriptor it
+    /// returns (an eventfd(2)) becomes readable once the digests are ready, so that the event loop
+    /// polls for it instead of joining a thread that may still hash gigabytes (a 416 "already
+    /// complete" hashes the whole file). Nil when they are ready already.
+    func end(size: Int64) -> Int32? {
+        guard thread != nil else { return nil }
+        shared.watermark.store(size, ordering: .sequentiallyConsistent)
+        shared.finished.store(true, ordering: .sequentiallyConsistent)
+        wake()
+        return shared.completed.load(ordering: .sequentiallyConsistent) ? nil : shared.done.rawValue
+    }
+
     /// Waits for the worker to hash the first `size` bytes and returns the lower-case hex digest of
-    /// each algorithm.
+    /// each algorithm (at once after `end`'s descriptor was readable).
     func finish(size: Int64) -> Result<[Checksum.Algorithm: String], SystemError> {
         shared.watermark.store(size, ordering: .sequentiallyConsistent)
         return join() ?? .failure(SystemError(code: EIO, operation: "hash (worker ended early)", path: shared.file.path))
@@ -105,8 +125,14 @@ final class FileDigester {
         _ = Glibc.write(shared.wakeup.rawValue, &one, 8)
     }
 
-    /// The worker: hash up to the watermark, sleep when caught up, stop when finished.
+    /// The worker: hash up to the watermark, sleep when caught up, stop when finished; the `done`
+    /// eventfd says it stopped.
     private static func work(_ shared: Shared) {
+        defer {
+            shared.completed.store(true, ordering: .sequentiallyConsistent)
+            var one: UInt64 = 1
+            _ = Glibc.write(shared.done.rawValue, &one, 8)
+        }
         var hashed: Int64 = 0
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while !shared.cancelled.load(ordering: .sequentiallyConsistent) {

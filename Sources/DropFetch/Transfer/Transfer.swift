@@ -311,6 +311,18 @@ final class Transfer {
 
     // MARK: - Completion
 
+    /// When libcurl's `code` ends this transfer as a completed download: tells its hashing worker
+    /// where the data ends and returns the descriptor to poll until the digests are ready, so that
+    /// `finish` does not wait on the event loop; nil when nothing is left to wait for.
+    func digestPending(after code: CURLcode) -> Int32? {
+        switch state {
+        case .alreadyComplete: break
+        case .writing where code == CURLE_OK && blockedAddress == nil && (total == nil || written == total): break
+        default: return nil
+        }
+        return digest?.end(size: written)
+    }
+
     /// Turns libcurl's result (from curl_multi_info_read(3)) into the attempt's outcome.
     func finish(_ code: CURLcode) -> TransferOutcome {
         let current = TransferProtocol(of: easy, fallback: kind)
