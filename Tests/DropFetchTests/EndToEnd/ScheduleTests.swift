@@ -26,12 +26,12 @@ struct ScheduleTests {
     }
 
     /// Bytes in the download's `.part` or final file.
-    private func size(_ fixture: SpoolFixture, _ file: String) -> Int {
+    func size(_ fixture: SpoolFixture, _ file: String) -> Int {
         fixture.fileSize(fixture.partPath(file)) ?? fixture.fileSize(fixture.destination + "/" + file) ?? 0
     }
 
     /// The bytes per second of a growing file over `span`, sampled on the test's clock.
-    private func rate(_ fixture: SpoolFixture, _ file: String, over span: Duration) -> Double {
+    func rate(_ fixture: SpoolFixture, _ file: String, over span: Duration) -> Double {
         let before = size(fixture, file)
         let start = ContinuousClock.now
         Thread.sleep(forTimeInterval: Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18)
