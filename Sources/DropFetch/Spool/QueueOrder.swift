@@ -49,7 +49,7 @@ public struct QueueOrder: Sendable {
             seen.insert(found.relativePath)
             let (priority, className) = describe(found, in: spool, config: config, cache: cache)
             var arrival = found.modified
-            if let released = spool.releasedState(of: found.relativePath), let submitted = Timestamp.parse(released.submitted) {
+            if let released = spool.releasedState(of: found.relativePath), let submitted = released.submitted {
                 arrival = submitted * 1_000_000_000
             }
             entries.append((Entry(job: found.name, folder: found.folder, className: className, priority: priority,
