@@ -3,7 +3,7 @@
 extension JobFileParser {
     /// Keys an indented option line may carry that dropfetch applies.
     static let downloadKeys: Set<String> = [
-        "out", "dir", "checksum", "header", "max-download-limit",
+        "out", "dir", "checksum", "header", "max-download-limit", "split", "max-connection-per-server", "min-split-size",
         "http-user", "http-passwd", "ftp-user", "ftp-passwd", "all-proxy", "referer", "user-agent",
     ]
 
@@ -102,6 +102,14 @@ extension JobFileParser {
                                    + " may ask for (a slower download would hold its slot for ever)")
             }
             download.spec.maxDownloadLimit = limit == 0 ? nil : limit
+        case "split": download.spec.split = try connections(key, valueBytes, line: line)
+        case "max-connection-per-server": download.spec.maxConnectionsPerServer = try connections(key, valueBytes, line: line)
+        case "min-split-size":
+            let size = try rate(valueBytes, line: line, key: key, unit: "bytes", example: "1M or 20M")
+            guard size >= Config.Split.smallestMinSize else {
+                throw JobFileError(line: line, message: "min-split-size \(size) is below 1M, the least aria2 accepts")
+            }
+            download.spec.minSplitSize = size
         case "http-user": download.httpUser = try credential(key, value, line: line)
         case "http-passwd": download.httpPassword = (try credential(key, value, line: line), line)
         case "ftp-user": download.ftpUser = try credential(key, value, line: line)
