@@ -1,5 +1,6 @@
 @testable import DropFetch
 import Testing
+import Foundation
 
 /// Issue 26: the resume record of a download written by several connections holds its piece map,
 /// and trusts pieces by the boot rule: on the same boot every written piece, else only the fsynced ones.
@@ -50,5 +51,50 @@ struct PieceRecordTests {
         plain.syncedPieces = nil
         #expect(!String(decoding: plain.encoded(), as: UTF8.self).contains("pieces"))
         #expect(ResumeRecord.decode(Array(text.replacingOccurrences(of: "[300,500]", with: "[500,300]").utf8)) == nil)
+    }
+}
+
+/// The piece map on disk: a `.part` reopened after a kill resumes the written pieces on the same
+/// boot, the synced ones on another, and a one-connection resume only the prefix before a hole.
+@Suite("Piece records on disk")
+struct PieceRecordFileTests {
+    private static let key = RecordKey(bytes: Array(repeating: 9, count: 32))
+    private static let owner = PartOwner(job: "a.url", claim: 1)
+
+    private func reserve(_ folder: DirectoryHandle) throws -> PartFile {
+        guard case .ours(let part) = try PartFile.reserve("a.bin", in: folder, for: Self.owner, mode: 0o644,
+                                                          durable: true, key: Self.key) else {
+            throw SystemError(code: EEXIST, operation: "reserve")
+        }
+        return part
+    }
+
+    @Test("recorded pieces are read back by the next owner; synced ones only after a checkpoint")
+    func reopened() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pieces-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try DirectoryHandle.openRoot(path, create: true)
+        do {
+            let part = try reserve(folder)
+            part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v1\"", lastModified: nil, total: 4000)
+            try part.file.write(Array(repeating: 1, count: 1000), at: 0)
+            try part.file.write(Array(repeating: 2, count: 1000), at: 2000)
+            var map = PieceMap(total: 4000, done: [.init(0, 1000), .init(2000, 3000)])
+            try part.recordPieces(map)
+            var record = try #require(PartFile.readRecord(part.recordName, in: folder, key: Self.key))
+            #expect(record.trustedPieces(of: 3000, bootNow: BootID.current)?.done == map.done)
+            #expect(record.trustedPieces(of: 3000, bootNow: "another boot")?.done == [])
+
+            try part.checkpoint(pieces: map)
+            map.add(.init(3000, 3500))
+            try part.file.write(Array(repeating: 3, count: 500), at: 3000)
+            try part.recordPieces(map)
+            record = try #require(PartFile.readRecord(part.recordName, in: folder, key: Self.key))
+            #expect(record.trustedPieces(of: 3500, bootNow: "another boot")?.done == [.init(0, 1000), .init(2000, 3000)])
+            #expect(record.trustedPieces(of: 3500, bootNow: BootID.current)?.done == [.init(0, 1000), .init(2000, 3500)])
+
+        }
+        let reopened = try reserve(folder)
+        #expect(try reopened.resumableBytes() == 1000, "a one-connection resume stops at the first hole")
     }
 }
