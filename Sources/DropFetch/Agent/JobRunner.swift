@@ -188,6 +188,7 @@ final class JobRunner: AgentPart {
             job?.downloads[index].status.resumedFrom = 0
         }
         download.status.state = .running
+        download.status.connections = 1
         download.status.url = Redaction.url(download.currentURL)
         download.status.resumedFrom = transfer.requestedOffset
         download.status.bytes = transfer.written

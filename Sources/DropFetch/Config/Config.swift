@@ -63,6 +63,8 @@ public struct Config: Sendable, Equatable {
         public var retry: Retry?
         /// `tls`, `ftp`, `sftp`, `proxy`, `no_proxy`, `netrc` of the class, keys it leaves out taken from the top level.
         public var network: Network?
+        /// `split` of the class, keys it leaves out taken from the top level.
+        public var split: Split?
         public init(name: String) { self.name = name }
     }
 
@@ -117,6 +119,8 @@ public struct Config: Sendable, Equatable {
     public var schedule: [ScheduleWindow] = []
     /// `quota:` caps (Config+Schedule.swift).
     public var quotas: [Quota] = []
+    /// `split:` connections per download (Config+Split.swift).
+    public var split = Split()
 
     public init() {}
 }

@@ -1,13 +1,13 @@
 extension ConfigLoader {
-    static let classKeys = ["name", "match", "priority", "max_active", "destination", "rate_limit", "retry"] + networkKeys
+    static let classKeys = ["name", "match", "priority", "max_active", "destination", "rate_limit", "retry", "split"] + networkKeys
 
     /// The `classes` list, in order (first match wins); names must be unique.
-    static func jobClasses(_ field: ConfigField, retry: Config.Retry,
-                           network: Config.Network = Config.Network()) throws(ConfigError) -> [Config.JobClass] {
+    static func jobClasses(_ field: ConfigField, retry: Config.Retry, network: Config.Network = Config.Network(),
+                           split: Config.Split = Config.Split()) throws(ConfigError) -> [Config.JobClass] {
         var classes: [Config.JobClass] = []
         var firstLines: [String: Int] = [:]
         for item in try field.items() {
-            let (jobClass, nameField) = try jobClass(item, retry: retry, network: network)
+            let (jobClass, nameField) = try jobClass(item, retry: retry, network: network, split: split)
             if let line = firstLines[jobClass.name] {
                 throw nameField.error("class '\(jobClass.name)' is already defined at line \(line)")
             }
@@ -17,9 +17,10 @@ extension ConfigLoader {
         return classes
     }
 
-    /// One class; its `retry` and network keys fall back to the top level's. Returns the `name` field for errors.
+    /// One class; its `retry`, `split` and network keys fall back to the top level's. Returns the `name` field for errors.
     static func jobClass(
-        _ field: ConfigField, retry: Config.Retry, network: Config.Network = Config.Network()
+        _ field: ConfigField, retry: Config.Retry, network: Config.Network = Config.Network(),
+        split: Config.Split = Config.Split()
     ) throws(ConfigError) -> (Config.JobClass, nameField: ConfigField) {
         var jobClass = Config.JobClass(name: "")
         var nameField: ConfigField?
@@ -37,6 +38,7 @@ extension ConfigLoader {
                 let limit = try field.size()
                 jobClass.rateLimit = limit == 0 ? nil : limit
             case "retry": jobClass.retry = try self.retry(field, inheriting: retry)
+            case "split": jobClass.split = try self.split(field, inheriting: split)
             case _ where networkKeys.contains(key):
                 var own = jobClass.network ?? network
                 try self.network(key, field, into: &own)

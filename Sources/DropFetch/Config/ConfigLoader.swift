@@ -16,7 +16,7 @@ public enum ConfigLoader {
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "digest", "classes",
         "hooks", "metrics_file", "status_page", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
-        "schedule", "quota",
+        "schedule", "quota", "split",
     ] + networkKeys
 
     /// Reads and validates the file at `path`.
@@ -79,6 +79,7 @@ public enum ConfigLoader {
             case "classes": classes = field
             case "schedule": schedule = field
             case "quota": quota = field
+            case "split": config.split = try split(field, inheriting: Config.Split())
             case "hooks": config.hooks = try hooks(field)
             case "metrics_file": config.metricsFile = try field.optionalFilePath()
             case "status_page": config.statusPage = try statusPage(field)
@@ -93,7 +94,7 @@ public enum ConfigLoader {
             }
         }
         if let classes {
-            config.classes = try jobClasses(classes, retry: config.retry, network: config.network)
+            config.classes = try jobClasses(classes, retry: config.retry, network: config.network, split: config.split)
         }
         if let schedule { config.schedule = try self.schedule(schedule, classes: config.classes) }
         if let quota { config.quotas = try quotas(quota, classes: config.classes) }

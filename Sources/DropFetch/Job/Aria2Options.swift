@@ -32,7 +32,7 @@ enum Aria2Options {
     /// Options that change only how aria2 works, not what it fetches or where.
     static let ignored: Set<String> = [
         // Splitting, connections and pipelining.
-        "split", "max-connection-per-server", "min-split-size", "piece-length", "allow-piece-length-change",
+        "piece-length", "allow-piece-length-change",
         "stream-piece-selector", "uri-selector", "reuse-uri", "enable-http-pipelining", "enable-http-keep-alive",
         "ftp-reuse-connection", "ftp-pasv", "proxy-method", "async-dns", "use-head", "http-accept-gzip",
         "http-auth-challenge", "http-no-cache",

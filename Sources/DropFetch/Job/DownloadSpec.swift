@@ -75,6 +75,12 @@ public struct DownloadSpec: Sendable, Equatable {
     public var headers: [String]
     /// Bytes per second from `max-download-limit`; nil for none (`0` means none too, as in aria2).
     public var maxDownloadLimit: Int64?
+    /// `split=`: connections asked for this download (capped by the config's `split.connections`).
+    public var split: Int?
+    /// `max-connection-per-server=`: connections asked for, as `split=` (the smaller one wins).
+    public var maxConnectionsPerServer: Int?
+    /// `min-split-size=`: the smallest piece, in bytes (never below the config's `split.min_size`).
+    public var minSplitSize: Int64?
     /// The least `max-download-limit` a job file may give (1K): below it, invalid_job.
     public static let minimumDownloadLimit: Int64 = 1024
     /// `http-user`/`http-passwd`: used for the `http` and `https` mirrors.

@@ -102,8 +102,9 @@ extension JobFileParser {
 
     /// Parses a rate: decimal bytes per second with an optional `K`, `M` or `G` (×1024, any case),
     /// at most `Units.maxSize`; `0` means no limit, as in aria2.
-    static func rate(_ bytes: ArraySlice<UInt8>, line: Int) throws(JobFileError) -> Int64 {
-        let shown = "invalid max-download-limit \(quoted(text(bytes)))"
+    static func rate(_ bytes: ArraySlice<UInt8>, line: Int, key: String = "max-download-limit",
+                     unit: String = "bytes per second", example: String = "500K or 2M") throws(JobFileError) -> Int64 {
+        let shown = "invalid \(key) \(quoted(text(bytes)))"
         var digits = bytes
         var multiplier: Int64 = 1
         if let last = bytes.last, !isASCIIDigit(last) {
@@ -112,19 +113,30 @@ extension JobFileParser {
             case UInt8(ascii: "m"): multiplier = 1 << 20
             case UInt8(ascii: "g"): multiplier = 1 << 30
             default:
-                throw JobFileError(line: line, message: "\(shown): expected bytes per second, such as 500K or 2M")
+                throw JobFileError(line: line, message: "\(shown): expected \(unit), such as \(example)")
             }
             digits = bytes.dropLast()
         }
         guard !digits.isEmpty, digits.allSatisfy(isASCIIDigit) else {
-            throw JobFileError(line: line, message: "\(shown): expected bytes per second, such as 500K or 2M")
+            throw JobFileError(line: line, message: "\(shown): expected \(unit), such as \(example)")
         }
+        let perSecond = unit.hasSuffix("per second") ? " per second" : ""
         let outOfRange = JobFileError(line: line, message: "\(shown): out of range"
-                                      + " (at most \(Units.maxSizeText) per second)")
+                                      + " (at most \(Units.maxSizeText)\(perSecond))")
         guard let number = Int64(text(digits)) else { throw outOfRange }
         let (value, overflow) = number.multipliedReportingOverflow(by: multiplier)
         guard !overflow, value <= Units.maxSize else { throw outOfRange }
         return value
+    }
+
+    /// Parses `split=` or `max-connection-per-server=`: a decimal count of connections from 1 to 16.
+    static func connections(_ key: String, _ bytes: ArraySlice<UInt8>, line: Int) throws(JobFileError) -> Int {
+        guard !bytes.isEmpty, bytes.count <= 4, bytes.allSatisfy(isASCIIDigit), let count = Int(text(bytes)),
+              (1...Config.Split.maxConnections).contains(count) else {
+            throw JobFileError(line: line, message: "invalid \(key) \(quoted(text(bytes))): expected a number of"
+                               + " connections from 1 to \(Config.Split.maxConnections)")
+        }
+        return count
     }
 
     /// Parses `priority=`: any decimal Int64 with an optional sign.

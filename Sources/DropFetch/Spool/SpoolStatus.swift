@@ -42,7 +42,10 @@ public struct SpoolStatus: Sendable {
                 // The folder says whose it is; its stale speed is not shown for a gone agent.
                 record.agent = agent
                 if !alive {
-                    for index in record.downloads.indices { record.downloads[index].bytesPerSecond = nil }
+                    for index in record.downloads.indices {
+                        record.downloads[index].bytesPerSecond = nil
+                        record.downloads[index].connections = nil
+                    }
                 }
                 if record.state == .running { active.append(record) } else { waiting.append(record) }
             }

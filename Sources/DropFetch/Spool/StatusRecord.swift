@@ -86,6 +86,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
             if download.state == .running {
                 json.field("bytes_per_second", download.bytesPerSecond)
                 json.field("rate_limit", download.rateLimit)
+                json.field("connections", download.connections)
             }
             json.endObject()
         }
@@ -126,6 +127,9 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
     /// State files, while running: the bandwidth limit the transfer runs under, bytes per second
     /// (its share of the class and global limits, or its own `max-download-limit`); null when none.
     public var rateLimit: Int64?
+    /// State files, while running: the connections the download uses (1 until segmented
+    /// downloads, issue 26, open more); null when not known.
+    public var connections: Int?
 
     public init(url: String, file: String?, state: State) {
         self.url = url
@@ -139,6 +143,7 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case url, file, state, bytes, size, httpStatus = "http_status", resumedFrom = "resumed_from"
         case sha256, seconds, error, bytesPerSecond = "bytes_per_second", rateLimit = "rate_limit"
+        case connections
     }
 
 }

@@ -40,17 +40,20 @@ final class FileDescriptor {
     /// Writes the whole of `bytes` at `offset` without moving the file position (pwrite(2)).
     func write(_ bytes: [UInt8], at offset: Int64) throws(SystemError) {
         let result: Result<Void, SystemError> = bytes.withUnsafeBytes { buffer in
-            Result { () throws(SystemError) in
-                var done = 0
-                while done < buffer.count {
-                    let base = buffer.baseAddress! + done
-                    let remaining = buffer.count - done
-                    let position = off_t(offset) + off_t(done)
-                    done += try retryingEINTR("pwrite", path) { Glibc.pwrite(rawValue, base, remaining, position) }
-                }
-            }
+            Result { () throws(SystemError) in try write(buffer, at: offset) }
         }
         try result.get()
+    }
+
+    /// Writes the whole buffer at `offset` without moving the file position, looping over short writes (pwrite(2)).
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
+        var done = 0
+        while done < buffer.count {
+            let base = buffer.baseAddress! + done
+            let remaining = buffer.count - done
+            let position = off_t(offset) + off_t(done)
+            done += try retryingEINTR("pwrite", path) { Glibc.pwrite(rawValue, base, remaining, position) }
+        }
     }
 
     /// Flushes data and metadata to the device (fsync(2)).

@@ -295,6 +295,25 @@ final class PartFile {
         try writeRecord()
     }
 
+    /// Records the pieces a segmented download has written (issue 26), without a sync: written
+    /// before a segment's bytes land, so that a kill on this boot resumes them, and a one-connection
+    /// resume never takes a hole for data. Pieces already counted as synced stay counted.
+    func recordPieces(_ pieces: PieceMap) throws(SystemError) {
+        record.pieces = pieces.done
+        let synced = PieceMap(total: pieces.total, done: record.syncedPieces ?? [])
+        record.syncedPieces = synced.intersection(pieces).done
+        try writeRecord()
+    }
+
+    /// Makes a segmented download's data durable (fdatasync(2)) and then the record that counts
+    /// `pieces` as synced, as `checkpoint` does for data written in order.
+    func checkpoint(pieces: PieceMap) throws(SystemError) {
+        if durable { try file.syncData() }
+        record.pieces = pieces.done
+        record.syncedPieces = pieces.done
+        try writeRecord()
+    }
+
     /// Writes the record as it stands, without a sync: the validators of a response are on disk
     /// before its body is, so that a process killed on this boot resumes all of its data.
     func saveRecord() throws(SystemError) {

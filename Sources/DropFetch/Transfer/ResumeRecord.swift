@@ -33,6 +33,11 @@ struct ResumeRecord: Codable, Sendable, Equatable {
     /// The boot (BootID) of the last write: on the same boot the whole `.part` is in the page
     /// cache whatever killed its writer; on another boot or host only `bytes` can be trusted.
     var boot: String?
+    /// A download written by several connections (issue 26): the byte ranges written when this
+    /// record was written; nil for data written in order from byte 0.
+    var pieces: [PieceMap.Range]?
+    /// Of `pieces`, the ranges that were fsynced when this record was written.
+    var syncedPieces: [PieceMap.Range]?
 
     init(owner: String, claim: UInt64, part: UInt64) {
         self.owner = owner
@@ -50,7 +55,7 @@ struct ResumeRecord: Codable, Sendable, Equatable {
         kind.isFileBased ? size != nil && modified != nil : validator != nil
     }
 
-    /// Records the validators of the response that is being written.
+    /// Records the validators of the response that is being written, in order from its offset.
     mutating func describe(url: String, mirror: Int, etag: String?, lastModified: String?, size: Int64?,
                            modified: Int64? = nil) {
         self.url = url
@@ -59,6 +64,9 @@ struct ResumeRecord: Codable, Sendable, Equatable {
         self.lastModified = lastModified
         self.size = size
         self.modified = modified
+        // This response is written in order from its offset: no piece map describes it.
+        pieces = nil
+        syncedPieces = nil
     }
 
     /// Whether a response's validators prove it is the recorded file (a strong comparison).
@@ -74,9 +82,25 @@ struct ResumeRecord: Codable, Sendable, Equatable {
 
     /// The bytes of the `.part` that can be trusted without asking the disk: all of them when this
     /// record was last written on the running boot, else the fsynced prefix it counts.
+    /// A piece map's record counts only its contiguous prefix here: the bytes after a hole must
+    /// never be taken as data by a resume that appends.
     func trustedBytes(of size: Int64, bootNow: String? = BootID.current) -> Int64 {
+        if pieces != nil { return min(size, trustedPieces(of: size, bootNow: bootNow)?.prefix ?? 0) }
         let trusted = boot != nil && boot == bootNow ? size : min(size, bytes)
         return self.size.map { min(trusted, $0) } ?? trusted
+    }
+
+    /// The pieces of a segmented download that can be trusted, by the rule of `trustedBytes`: all
+    /// written ones when this record was last written on the running boot, else the fsynced ones;
+    /// only those inside the `.part`'s `size`. Nil without a piece map or a known file size.
+    func trustedPieces(of size: Int64, bootNow: String? = BootID.current) -> PieceMap? {
+        guard let pieces, let total = self.size else { return nil }
+        let inFile = PieceMap(total: total, done: [PieceMap.Range(0, min(size, total))])
+        let written = PieceMap(total: total, done: pieces).intersection(inFile)
+        guard boot != nil, boot == bootNow else {
+            return PieceMap(total: total, done: syncedPieces ?? []).intersection(written)
+        }
+        return written
     }
 
     static func decode(_ bytes: [UInt8]) -> ResumeRecord? {

@@ -7,7 +7,7 @@ import Glibc
 /// the header callback (`ResumeDecision`), for FTP and SFTP by the remote size and modification
 /// time at the first body byte (`FileResume`); the write callback appends straight into the file.
 final class Transfer {
-    private enum State {
+    enum State {
         case awaitingResponse
         case writing
         case alreadyComplete
@@ -15,6 +15,8 @@ final class Transfer {
         /// A 3xx with this `Location`: no body is read, the agent follows it (RedirectPolicy).
         case redirecting(String)
         case failed(Failure)
+        /// A segment wrote up to its end (Transfer+Segment.swift).
+        case segmentComplete
     }
 
     private(set) var request: TransferRequest
@@ -23,7 +25,9 @@ final class Transfer {
     let easy: CurlEasy
     /// The `.part` this download owns; it outlives the transfer between attempts.
     let part: PartFile
-    private var state = State.awaitingResponse
+    var state = State.awaitingResponse
+    /// Set when this is one extra connection of a segmented download (Transfer+Segment.swift).
+    let segment: SegmentWindow?
     /// The `Range` start (HTTP) or resume offset (FTP `REST`, SFTP seek) sent with this request.
     let requestedOffset: Int64
     /// Where the accepted response's body was appended: the Range start for a `206`, 0 when the
@@ -74,6 +78,21 @@ final class Transfer {
         kind = request.protocolKind
         requestedOffset = try part.resumableBytes(over: kind)
         total = requestedOffset > 0 ? part.record.size : nil
+        segment = nil
+        easy = try CurlEasy()
+        try configure()
+    }
+
+    /// Prepares the request of one segment of `part` (HTTP only): `Range` and `If-Range` of
+    /// `segment`; nothing in the file is cut, and only the segment's bytes are ever written.
+    init(_ request: TransferRequest, segment: SegmentWindow, part: PartFile, crashPlan: CrashPlan? = nil) throws {
+        self.request = request
+        self.part = part
+        self.crashPlan = crashPlan
+        self.segment = segment
+        kind = request.protocolKind
+        requestedOffset = segment.start
+        total = segment.total
         easy = try CurlEasy()
         try configure()
     }
@@ -112,6 +131,9 @@ final class Transfer {
         if kind.isFileBased {
             try easy.set(CURLOPT_FILETIME, true)
             if requestedOffset > 0 { try easy.set(CURLOPT_RESUME_FROM_LARGE, offset: requestedOffset) }
+        } else if let segment {
+            try easy.set(CURLOPT_RANGE, segment.rangeHeader)
+            headers.append("If-Range: \(segment.validator)")
         } else if requestedOffset > 0 {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
             if let validator = part.record.validator { headers.append("If-Range: \(validator)") }
@@ -136,7 +158,11 @@ final class Transfer {
         try easy.set(CURLOPT_USERNAME, credentials?.user)
         try easy.set(CURLOPT_PASSWORD, credentials.map { $0.password ?? "" })
         var headers = RedirectPolicy.headers(for: hop)
-        if requestedOffset > 0, let validator = part.record.validator { headers.append("If-Range: \(validator)") }
+        if let segment {
+            headers.append("If-Range: \(segment.validator)")
+        } else if requestedOffset > 0, let validator = part.record.validator {
+            headers.append("If-Range: \(validator)")
+        }
         try easy.setHeaders(headers)
         if let redirectCheck { try pinTarget(redirectCheck.check, of: redirectCheck.target) }
         redirectCheck = nil
@@ -180,6 +206,7 @@ final class Transfer {
                 guard decide(status: status == 0 ? (requestedOffset > 0 ? 206 : 200) : status) else { return false }
             }
         }
+        if let segment { return receiveSegmentBody(data, segment) }
         guard case .writing = state else { return false }
         if let total, written + Int64(data.count) > total {
             // More than Content-Range (or Content-Length) announced: only the announced bytes count.
@@ -231,7 +258,8 @@ final class Transfer {
     }
 
     private func decide(status: Int) -> Bool {
-        apply(ResumeDecision.decide(
+        if let segment { return decideSegment(status: status, segment) }
+        return apply(ResumeDecision.decide(
             status: status, contentRange: response["content-range"],
             contentLength: response["content-length"].flatMap { Int64($0.trimmingWhitespace()) },
             offset: requestedOffset, recordedTotal: part.record.size,
@@ -325,6 +353,7 @@ final class Transfer {
 
     /// Turns libcurl's result (from curl_multi_info_read(3)) into the attempt's outcome.
     func finish(_ code: CURLcode) -> TransferOutcome {
+        if let segment, let outcome = finishSegment(code, segment) { return outcome }
         let current = TransferProtocol(of: easy, fallback: kind)
         let status = current.isFileBased ? 0 : easy.info(long: CURLINFO_RESPONSE_CODE)
         // FTP reply codes and SSH results are not HTTP statuses: `http_status` is null for them.
@@ -340,6 +369,8 @@ final class Transfer {
                                            resumedFrom: appendedFrom, isFinal: failure.kind == .auth))
         case .alreadyComplete:
             return complete(httpStatus: httpStatus)
+        case .segmentComplete:
+            return .completed(TransferResult(bytes: written, sha256: nil, httpStatus: httpStatus, resumedFrom: requestedOffset))
         case .awaitingResponse, .writing:
             if let blockedAddress {
                 return .failed(TransferFailure(

@@ -21,7 +21,7 @@ struct BandwidthTests {
         return (object["downloads"] as? [[String: Any]])?.first
     }
 
-    @Test("a 1.2 MB download at max-download-limit=200K takes 4.5–7.5 s; its state file shows the limit and the speed")
+    @Test("a 1.2 MB download at max-download-limit=200K takes 4.5–7.5 s; its state file shows the limit, the speed and one connection")
     func ownLimit() throws {
         let server = try TestHTTPServer()
         let body = TestHTTPServer.randomBytes(1_258_291, seed: 110)
@@ -42,6 +42,7 @@ struct BandwidthTests {
 
         #expect((4.5...7.5).contains(elapsed), "took \(elapsed) s")
         #expect(entry?["rate_limit"] as? Int == 204_800)
+        #expect(entry?["connections"] as? Int == 1)
         let speed = entry?["bytes_per_second"] as? Int ?? 0
         #expect((100_000...260_000).contains(speed), "bytes_per_second \(speed)")
         #expect(fixture.downloaded("own.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))

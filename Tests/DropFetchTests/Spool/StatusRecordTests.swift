@@ -55,18 +55,20 @@ struct StatusRecordTests {
         #expect(StatusRecord.decode(record.encoded())?.ignoredOptions == record.ignoredOptions)
     }
 
-    @Test("a running download shows bytes_per_second and rate_limit (null when none); a finished one neither")
+    @Test("a running download shows bytes_per_second, rate_limit and connections (null when none); a finished one none")
     func speedAndLimit() throws {
         var record = StatusRecord(job: "a.url", state: .running, className: "default", priority: 0,
                                   agent: "host-a", submitted: "2026-11-21T22:00:00Z", attempts: 1)
         var limited = DownloadStatus(url: "http://example.org/a", file: "/srv/a", state: .running)
         limited.bytesPerSecond = 204_000
         limited.rateLimit = 204_800
+        limited.connections = 1
         var unlimited = DownloadStatus(url: "http://example.org/b", file: "/srv/b", state: .running)
         unlimited.bytesPerSecond = 9_000_000
         var done = DownloadStatus(url: "http://example.org/c", file: "/srv/c", state: .done)
         done.bytesPerSecond = 1
         done.rateLimit = 2
+        done.connections = 3
         record.downloads = [limited, unlimited, done]
 
         let bytes = record.encoded()
@@ -78,10 +80,14 @@ struct StatusRecordTests {
         #expect(entries[1]["rate_limit"] is NSNull)
         #expect(entries[2]["bytes_per_second"] == nil)
         #expect(entries[2]["rate_limit"] == nil)
+        #expect(entries[0]["connections"] as? Int == 1)
+        #expect(entries[1]["connections"] is NSNull)
+        #expect(entries[2]["connections"] == nil)
 
         let decoded = try #require(StatusRecord.decode(bytes))
         #expect(decoded.downloads[0].rateLimit == 204_800)
         #expect(decoded.downloads[0].bytesPerSecond == 204_000)
         #expect(decoded.downloads[1].rateLimit == nil)
+        #expect(decoded.downloads[0].connections == 1)
     }
 }
