@@ -35,13 +35,19 @@ struct RecordKey: Sendable, Equatable {
     }
 
     /// Where the key lives: `$STATE_DIRECTORY` (systemd's StateDirectory=), else
-    /// `$XDG_STATE_HOME/dropfetch`, else `$HOME/.local/state/dropfetch`; nil when none is set.
+    /// `$XDG_STATE_HOME/dropfetch`, else `~/.local/state/dropfetch` (`$HOME`, or the user's home
+    /// in the password database when it is unset, as under `env -i`); nil when none is known.
     static func folder(_ variable: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String? {
         if let state = variable("STATE_DIRECTORY")?.split(separator: ":").first, state.hasPrefix("/") {
             return String(state)
         }
         if let xdg = variable("XDG_STATE_HOME"), xdg.hasPrefix("/") { return xdg + "/dropfetch" }
         if let home = variable("HOME"), home.hasPrefix("/") { return home + "/.local/state/dropfetch" }
+        // getpwuid(3): the home of the effective user when the environment names none.
+        if let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir {
+            let home = String(cString: directory)
+            if home.hasPrefix("/") { return home + "/.local/state/dropfetch" }
+        }
         return nil
     }
 

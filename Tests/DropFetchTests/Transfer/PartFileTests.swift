@@ -147,4 +147,15 @@ struct PartFileTests {
         #expect(replaced != first)
         #expect(try folder.status(RecordKey.fileName).map { $0.st_mode & 0o777 } == 0o600)
     }
+
+    @Test("the key's folder: STATE_DIRECTORY, then XDG_STATE_HOME, then HOME, then the password database's home")
+    func keyFolder() {
+        func folder(_ variables: [String: String]) -> String? { RecordKey.folder { variables[$0] } }
+        #expect(folder(["STATE_DIRECTORY": "/var/lib/dropfetch:/var/lib/other", "HOME": "/h"]) == "/var/lib/dropfetch")
+        #expect(folder(["XDG_STATE_HOME": "/x", "HOME": "/h"]) == "/x/dropfetch")
+        #expect(folder(["HOME": "/h"]) == "/h/.local/state/dropfetch")
+        #expect(folder(["HOME": "relative", "XDG_STATE_HOME": "also-relative"]) == folder([:]))
+        let home = getpwuid(geteuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } }
+        #expect(folder([:]) == home.map { $0 + "/.local/state/dropfetch" })
+    }
 }
