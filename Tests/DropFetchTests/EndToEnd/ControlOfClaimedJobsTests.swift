@@ -77,7 +77,9 @@ struct ControlOfClaimedJobsTests {
         #expect(try waitUntil { (fixture.fileSize(fixture.destination + "/.c.bin.part") ?? 0) >= 100_000 }, "\(fixture.logTail())")
 
         #expect(try fixture.capture(["cancel", "c"], config: config).ending == .exited(0))
-        #expect(try waitUntil { FileManager.default.fileExists(atPath: record) }, "\(fixture.logTail())")
+        // The hook's shell creates the file before grep has written to it: wait for its content.
+        #expect(try waitUntil { ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("DROPFETCH_STATUS_FILE=") },
+                "\(fixture.logTail())")
         let environment = try String(contentsOfFile: record, encoding: .utf8)
         #expect(environment.contains("DROPFETCH_JOB=c.url"))
         #expect(environment.contains("DROPFETCH_STATE=cancelled"))
