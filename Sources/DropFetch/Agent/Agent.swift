@@ -164,13 +164,20 @@ public final class Agent {
     private func loop() -> ExitStatus {
         let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
                                configWatcher?.fileDescriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
-        var descriptors: [curl_waitfd] = []
+        func waitList(_ fds: [Int32]) -> [curl_waitfd] {
+            fds.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
+        }
+        var descriptors = waitList(ownDescriptors)
+        var polledHashing: [Int32] = []
         context.metrics?.loopStall.begin()
         var turn = 0
         while true {
-            // Completed transfers whose digests a worker still computes are polled for, not joined.
-            descriptors = (ownDescriptors + runner.hashingDescriptors).map {
-                curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0)
+            // Completed transfers whose digests a worker still computes are polled for, not joined;
+            // the list is rebuilt only when that set changes.
+            let hashing = runner.hashingDescriptors
+            if hashing != polledHashing {
+                polledHashing = hashing
+                descriptors = waitList(ownDescriptors + hashing)
             }
             schedule.refresh()
             if case .running = state { runner.startRunnable() }

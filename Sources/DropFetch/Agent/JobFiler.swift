@@ -175,14 +175,6 @@ final class JobFiler: AgentPart {
         for job in running { saveState(job) }
     }
 
-    /// Records `part` as it stands when its transfer stops (failed, held, cancelled): on this boot
-    /// all of its data counts, after a reboot what the last checkpoint synced. No fdatasync(2)
-    /// on the loop, and nothing keeps the part (and its flock) open once its job lets it go, so
-    /// the job claimed again at once takes its own part back.
-    func persist(_ part: PartFile) {
-        try? part.saveRecord()
-    }
-
     /// Writes the job's state file through the group commit (its temp file's creation can take
     /// milliseconds), in the order asked; not synced.
     func saveState(_ job: Job) {

@@ -287,7 +287,7 @@ final class JobRunner: AgentPart {
                                                    isFinal: true))
         case .failed(let failure):
             // The data so far is recorded and made durable, so the next attempt resumes it.
-            if transfer.written > 0 { filer.persist(transfer.part) }
+            if transfer.written > 0 { try? transfer.part.saveRecord() }
             endAttempt(job, index, failure)
         }
     }
@@ -319,7 +319,7 @@ final class JobRunner: AgentPart {
         // Data that failed its checksum is no base to resume on: the next try fetches from zero.
         if failure.failure.kind == .checksumMismatch, decision != .fail, let part = download.part {
             try? part.truncate(to: 0)
-            filer.persist(part)
+            try? part.saveRecord()
             download.status.bytes = 0
         }
         switch decision {
@@ -371,7 +371,7 @@ final class JobRunner: AgentPart {
                 part.discard()
                 download.status.bytes = 0
             } else {
-                filer.persist(part)
+                try? part.saveRecord()
             }
             download.part = nil
         }
@@ -436,7 +436,7 @@ final class JobRunner: AgentPart {
         for (transfer, unit) in table.transfers(of: job) {
             _ = table.ended(key: transfer.easy.key)
             multi.remove(transfer.easy)
-            filer.persist(transfer.part)
+            try? transfer.part.saveRecord()
             admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: job.record.className)
             job.downloads[unit.download].phase = .queued
         }

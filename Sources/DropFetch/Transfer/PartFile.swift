@@ -315,7 +315,9 @@ final class PartFile {
     }
 
     /// Writes the record as it stands, without a sync: the validators of a response are on disk
-    /// before its body is, so that a process killed on this boot resumes all of its data.
+    /// before its body is, and a transfer that stops (failed, held, cancelled) leaves its record
+    /// current, so that a process killed on this boot resumes all of its data; after a reboot what
+    /// the last checkpoint synced counts. No fdatasync(2) on the loop.
     func saveRecord() throws(SystemError) {
         try writeRecord()
     }
