@@ -79,8 +79,7 @@ final class BandwidthControl: AgentPart {
         bandwidth.rebalance(now: now)
         for key in started {
             guard let metered = running[key] else { continue }
-            metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
-            metered.job?.downloads[metered.download].status.bytesPerSecond = nil
+            metered.job?.apply(.rate(bytesPerSecond: nil, limit: bandwidth.rateLimit(of: key)), to: metered.download)
             if let share = bandwidth.evenShare(of: key) { prepareLimited(metered.transfer.easy, share: share) }
         }
         for (key, metered) in running where !suspend(metered, key: key) { hookLimit(metered.transfer, key: key) }
@@ -182,8 +181,8 @@ final class BandwidthControl: AgentPart {
     func meterTransfers(now: Int64) {
         transferMeter.sample(now: now)
         for (key, metered) in meteredTransfers() {
-            metered.job?.downloads[metered.download].status.bytesPerSecond = transferMeter.bytesPerSecond(key)
-            metered.job?.downloads[metered.download].status.rateLimit = bandwidth.rateLimit(of: key)
+            metered.job?.apply(.rate(bytesPerSecond: transferMeter.bytesPerSecond(key), limit: bandwidth.rateLimit(of: key)),
+                               to: metered.download)
         }
         context.metrics?.bytesByClass = transferMeter.bytesByClass
     }

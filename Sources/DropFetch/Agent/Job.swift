@@ -1,64 +1,33 @@
-/// A claimed job as the event loop tracks it: its spec, its record, and each download's phase.
-/// Only the event loop changes it, through `JobTable` and the agent's handlers.
+import Glibc
+
+/// A claimed job as the event loop tracks it: its spec, its record, and each download's
+/// lifecycle. Its state changes only through `apply(_:to:)` (each download's `DownloadLifecycle`
+/// and the job-level fields that follow from it) and the few named setters below; only the event
+/// loop calls them.
 final class Job {
-    /// Where one download stands; the job's own state is derived from these (`snapshot()`).
-    enum Phase: Equatable {
-        case queued
-        /// A transfer runs, under this easy-handle key.
-        case running(key: Int)
-        /// Its output name is being taken on a worker (`PartReservation`).
-        case reserving
-        /// Set aside until this monotonic time: a retry, free space, or a name's owner.
-        case waiting(until: Int64, reason: WaitReason)
-        /// The transfer is over and its data is being made durable and given its final name (GroupCommit).
-        case publishing
-        case finished
-    }
+    typealias Phase = DownloadLifecycle.Phase
+    typealias WaitReason = DownloadLifecycle.WaitReason
 
-    enum WaitReason: Equatable {
-        case retry
-        /// `on_conflict: overwrite` and another job owns the name.
-        case nameOwner
-        /// A `schedule:` window pauses new transfers (`ScheduleGate`).
-        case schedule
-        /// A `quota:` is used up until its period resets.
-        case quota
-    }
-
-    /// One download's runtime state beside its status entry.
+    /// One download: what was asked, where it stands, and the files it owns.
     struct Download {
-        var spec: DownloadSpec
-        var status: DownloadStatus
-        var phase = Phase.queued
-        /// Index into `spec.urls` of the mirror being tried.
-        var mirror = 0
-        /// Mirrors tried in the current attempt.
-        var mirrorsTried = 0
-        /// Whether a mirror of the current attempt failed in a way worth a retry.
-        var roundRetryable = false
-        /// Attempts begun (docs/status.md): each goes round the mirrors once.
-        var attempt = 0
-        /// The next start begins a new attempt; false when resuming one that a hold, a
-        /// shutdown or a crash interrupted (those cost no attempt).
-        var beginsAttempt = true
-        /// The `.part`'s size when the current attempt began; nil once the attempt grew it by
-        /// `JobRunner.progressCredit` (it then costs no attempt: docs/config.md, `retry.attempts`).
-        var attemptStartBytes: Int64?
-        /// Attempts of this run that grew the `.part` that much: not counted against `retry.attempts`.
-        var freeAttempts = 0
-        /// Unusable-partial restarts in the current attempt (bounded to avoid loops).
-        var restarts = 0
+        let spec: DownloadSpec
+        fileprivate(set) var lifecycle: DownloadLifecycle
         /// The `.part` this download owns from the moment its name is chosen until it is filed.
-        var part: PartFile?
+        fileprivate(set) var part: PartFile?
         /// The published part whose resume record still proves the file is this job's; removed once
         /// the job's status file names the file.
-        var publishedRecord: (folder: DirectoryHandle, name: String, record: ResumeRecord?)?
-        /// Monotonic milliseconds when the running attempt started.
-        var startedAt: Int64?
+        fileprivate(set) var publishedRecord: PublishedRecord?
 
-        var isFinished: Bool { phase == .finished }
-        var currentURL: String { spec.urls[min(mirror, spec.urls.count - 1)] }
+        var phase: Phase { lifecycle.phase }
+        var status: DownloadStatus { lifecycle.status }
+        var mirror: Int { lifecycle.mirror }
+        var attempt: Int { lifecycle.attempt }
+        var isFinished: Bool { lifecycle.isFinished }
+        var currentURL: String { spec.urls[min(lifecycle.mirror, spec.urls.count - 1)] }
     }
+
+    /// A published file's folder, its record's name and the record (nil when none was written).
+    typealias PublishedRecord = (folder: DirectoryHandle, name: String, record: ResumeRecord?)
 
     let id: Int
     /// The file name in `work/<agent>/`.
@@ -66,8 +35,8 @@ final class Job {
     /// Who owns this job's `.part` names: its name and the inode of its job file.
     let owner: PartOwner
     let spec: JobSpec
-    var record: StatusRecord
-    var downloads: [Download]
+    private(set) var record: StatusRecord
+    private(set) var downloads: [Download]
     /// Queue order among equal priorities (nanoseconds of arrival).
     let arrival: Int64
 
@@ -79,14 +48,74 @@ final class Job {
         self.record = record
         self.arrival = arrival
         downloads = spec.downloads.map {
-            Download(spec: $0, status: DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued))
+            Download(spec: $0, lifecycle: DownloadLifecycle(url: Redaction.url($0.urls[0]), mirrorCount: $0.urls.count))
         }
     }
 
     var isFinished: Bool { downloads.allSatisfy(\.isFinished) }
 
-    var isRunning: Bool {
-        downloads.contains { if case .running = $0.phase { true } else { false } }
+    var isRunning: Bool { downloads.contains { $0.lifecycle.isRunning } }
+
+    /// Applies `event` to download `index` and brings the job's own fields along (`started`,
+    /// `retry_at`); returns what the agent must do next (`DownloadLifecycle.Effect`).
+    @discardableResult
+    func apply(_ event: DownloadLifecycle.Event, to index: Int) -> [DownloadLifecycle.Effect] {
+        let effects = downloads[index].lifecycle.handle(event)
+        switch event {
+        case .transferStarted:
+            record.retryAt = nil
+            if record.started == nil { record.started = Timestamp.now() }
+        default:
+            break
+        }
+        for effect in effects {
+            if case .retryAfter(let milliseconds) = effect {
+                record.retryAt = Timestamp.format(seconds: Int64(time(nil)) + (milliseconds + 999) / 1000)
+            }
+        }
+        return effects
+    }
+
+    /// A schedule window or a quota holds download `index` back until `until` (monotonic ms),
+    /// `retryAt` on the wall clock; effects are empty when it was held the same way already.
+    @discardableResult
+    func holdBack(_ index: Int, until: Int64, reason: WaitReason, retryAt: String) -> [DownloadLifecycle.Effect] {
+        let sameTime = record.retryAt == retryAt
+        var effects = downloads[index].lifecycle.handle(.heldBack(until: until, reason: reason))
+        record.retryAt = retryAt
+        if !sameTime, effects.isEmpty { effects = [.saveState] }
+        return effects
+    }
+
+    /// Ends the schedule or quota holds of every download; true when one was held.
+    func endHolds() -> Bool {
+        var changed = false
+        for index in downloads.indices where !downloads[index].lifecycle.handle(.holdEnded).isEmpty { changed = true }
+        if changed { record.retryAt = nil }
+        return changed
+    }
+
+    /// Download `index` owns `part` from now until it is published or given up.
+    func take(_ part: PartFile, for index: Int) {
+        downloads[index].part = part
+        downloads[index].lifecycle.handle(.nameTaken(size: part.size, recordMirror: part.record.mirror,
+                                                     finalPath: part.finalPath))
+    }
+
+    /// Download `index` no longer owns a `.part` (published, kept as a bad copy, or given up).
+    func releasePart(of index: Int) {
+        downloads[index].part = nil
+    }
+
+    /// The published file's record stays until the job's status file names the file.
+    func notePublished(_ record: PublishedRecord?, for index: Int) {
+        downloads[index].publishedRecord = record
+    }
+
+    /// After a config reload, a job that has not started takes its class's new name and priority.
+    func reclassify(className: String, priority: Int) {
+        record.className = className
+        record.priority = priority
     }
 
     /// The record with the per-download entries and the job's state brought up to date: running
@@ -100,7 +129,7 @@ final class Job {
         if isRunning || downloads.contains(where: { $0.phase == .publishing }) {
             current.state = .running
             current.retryAt = nil
-        } else if open.allSatisfy({ if case .waiting = $0.phase { true } else { false } }) {
+        } else if open.allSatisfy(\.lifecycle.isWaiting) {
             current.state = .waiting
             current.waitReason = open.lazy.compactMap(\.phase.heldReason).first.map { $0 == .schedule ? "schedule" : "quota" }
         } else {
@@ -108,6 +137,37 @@ final class Job {
             current.retryAt = nil
         }
         return current
+    }
+
+    /// The record to file once every download is over: done, cancelled or failed (the first
+    /// failure's error, or a count of them), finished now.
+    func finalRecord() -> StatusRecord {
+        var final = snapshot()
+        let failures = final.downloads.filter { $0.state != .done }
+        final.state = failures.isEmpty ? .done : (failures.allSatisfy { $0.state == .cancelled } ? .cancelled : .failed)
+        final.finished = Timestamp.now()
+        final.folder = nil
+        final.retryAt = nil
+        if let first = failures.first?.error {
+            final.error = failures.count == 1 || final.downloads.count == 1
+                ? first
+                : Failure(first.kind, "\(failures.count) of \(final.downloads.count) downloads failed; first: \(first.message)")
+        }
+        return final
+    }
+
+    /// The record of a job that never queued (invalid, unsupported): failed now, every download with it.
+    static func refusedRecord(_ base: StatusRecord, _ failure: Failure) -> StatusRecord {
+        var refused = base
+        refused.state = .failed
+        refused.error = failure
+        refused.finished = Timestamp.now()
+        refused.folder = nil
+        for index in refused.downloads.indices {
+            refused.downloads[index].state = .failed
+            refused.downloads[index].error = failure
+        }
+        return refused
     }
 }
 

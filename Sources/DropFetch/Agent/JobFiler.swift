@@ -14,15 +14,7 @@ final class JobFiler: AgentPart {
 
     /// Files a job that never queued (invalid, unsupported) in failed/.
     func fileImmediately(_ workName: String, _ base: StatusRecord, _ failure: Failure) {
-        var record = base
-        record.state = .failed
-        record.error = failure
-        record.finished = Timestamp.now()
-        record.folder = nil
-        for index in record.downloads.indices {
-            record.downloads[index].state = .failed
-            record.downloads[index].error = failure
-        }
+        let record = Job.refusedRecord(base, failure)
         let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: record.job, claim: 0),
                       spec: JobSpec(downloads: []), record: record, arrival: 0)
         table.add(job)
@@ -31,18 +23,7 @@ final class JobFiler: AgentPart {
 
     /// Files a job whose downloads are all over, in done/ or failed/.
     func fileJob(_ job: Job) {
-        var record = job.snapshot()
-        let failures = record.downloads.filter { $0.state != .done }
-        record.state = failures.isEmpty ? .done : (failures.allSatisfy { $0.state == .cancelled } ? .cancelled : .failed)
-        record.finished = Timestamp.now()
-        record.folder = nil
-        record.retryAt = nil
-        if let first = failures.first?.error {
-            record.error = failures.count == 1 || record.downloads.count == 1
-                ? first
-                : Failure(first.kind, "\(failures.count) of \(record.downloads.count) downloads failed; first: \(first.message)")
-        }
-        file(job, record)
+        file(job, job.finalRecord())
     }
 
     /// The finish protocol (docs/spool.md) off the loop: the status written and made durable (the
@@ -168,8 +149,7 @@ final class JobFiler: AgentPart {
                 }
             }
             guard let job = table.job(unit.job) else { continue }
-            job.downloads[unit.download].status.bytes = transfer.written
-            job.downloads[unit.download].status.size = transfer.total
+            job.apply(.progress(bytes: transfer.written, size: transfer.total), to: unit.download)
             if !running.contains(where: { $0 === job }) { running.append(job) }
         }
         for job in running { saveState(job) }

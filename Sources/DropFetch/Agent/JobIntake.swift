@@ -216,8 +216,7 @@ final class JobIntake: AgentPart {
         }
         for index in job.downloads.indices where !job.downloads[index].isFinished {
             if let due {
-                job.downloads[index].phase = .waiting(until: due, reason: .retry)
-                runner.scheduler.enqueue(job.schedulerEntry(index), due: due)
+                runner.carryOut(job.apply(.waitsFromEarlierRun(until: due), to: index), job, index)
             } else {
                 runner.scheduler.enqueue(job.schedulerEntry(index))
             }
@@ -228,16 +227,9 @@ final class JobIntake: AgentPart {
     /// Carries over what an earlier run recorded: finished downloads and attempts. Partial data
     /// is found again through its record when the download starts (`reservePart`).
     func restore(_ job: Job, from previous: StatusRecord) {
+        // An attempt interrupted by a hold, a shutdown or a crash goes on without costing one.
         for index in job.downloads.indices where index < previous.downloads.count {
-            let saved = previous.downloads[index]
-            job.downloads[index].attempt = previous.attempts
-            // An attempt interrupted by a hold, a shutdown or a crash goes on without costing one.
-            job.downloads[index].beginsAttempt = previous.attempts == 0 || saved.state == .waiting
-            job.downloads[index].status.seconds = saved.seconds
-            if saved.state == .done, saved.file != nil {
-                job.downloads[index].status = saved
-                job.downloads[index].phase = .finished
-            }
+            job.apply(.restored(saved: previous.downloads[index], attempts: previous.attempts), to: index)
         }
     }
 }

@@ -15,7 +15,7 @@ final class JobPublisher: AgentPart {
     }
 
     func publish(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
-        job.downloads[index].phase = .publishing
+        job.apply(.publishing, to: index)
         context.groupCommit.sync([.file(part.file)]) { [self] error in
             guard isPublishing(part, of: job, index) else { return }
             if let error { return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description)) }
@@ -80,22 +80,12 @@ final class JobPublisher: AgentPart {
     }
 
     private func published(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int) {
-        var status = job.downloads[index].status
-        status.state = .done
-        status.file = part.folder.path + "/" + target
-        status.bytes = result.bytes
-        status.size = nil
-        status.httpStatus = result.httpStatus
-        status.resumedFrom = result.resumedFrom
-        status.sha256 = result.sha256
-        status.error = nil
-        job.downloads[index].status = status
-        job.downloads[index].phase = .finished
-        job.downloads[index].part = nil
+        let effects = job.apply(.published(file: part.folder.path + "/" + target, result: result), to: index)
+        job.releasePart(of: index)
         // The record proves the published file is this job's until the job's own record says so.
-        job.downloads[index].publishedRecord = (part.folder, part.recordName, part.record)
+        job.notePublished((part.folder, part.recordName, part.record), for: index)
         crashPlan?.reach(.published)
-        if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
+        runner.carryOut(effects, job, index)
     }
 
     /// The attempt ends unpublished; what follows is the runner's (next mirror, retry, failure).

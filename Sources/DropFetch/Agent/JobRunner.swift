@@ -65,7 +65,7 @@ final class JobRunner: AgentPart {
         case .success(let made): reservation = made
         case .failure(let failure): return reservationFailed(job, index, failure)
         }
-        job.downloads[index].phase = .reserving
+        job.apply(.reserving, to: index)
         admission.started(host: entry.host, className: entry.className)
         context.startSteps.sync([.task(reservation)]) { [self] _ in
             admission.finished(host: entry.host, className: entry.className)
@@ -74,7 +74,7 @@ final class JobRunner: AgentPart {
                 let claimedAgain = (try? FileSystem.lstatus(spool.work + "/" + job.workName)).map { UInt64($0.st_ino) == job.owner.claim }
                 return reservation.release(keeping: place == .hold || place == .inbox || claimedAgain == true)
             }
-            job.downloads[index].phase = .queued
+            job.apply(.reservationBack, to: index)
             took(reservation.choice, entry, job)
         }
     }
@@ -82,36 +82,18 @@ final class JobRunner: AgentPart {
     /// Goes on from a reservation: starts the transfer on the part taken, or files, waits or fails.
     private func took(_ choice: OutputNames.NameChoice, _ entry: Scheduler.Entry, _ job: Job) {
         let index = entry.unit.download
-        var download = job.downloads[index]
         switch choice {
         case .reserved(let part):
-            download.part = part
-            // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror
-            // that wrote the data.
-            if !download.beginsAttempt, part.size > 0 {
-                download.mirror = min(part.record.mirror, download.spec.urls.count - 1)
-            }
-            download.status.file = part.finalPath
-            job.downloads[index] = download
+            job.take(part, for: index)
             // Stopping: the part waits, with its record, for the next start.
             if context.acceptsWork { begin(entry, job) }
         case .published(let file, let bytes, let sha256, let record):
-            download.publishedRecord = record
-            download.status.file = file
-            download.status.bytes = bytes
-            download.status.sha256 = sha256
-            download.status.state = .done
-            download.status.error = nil
-            download.phase = .finished
-            job.downloads[index] = download
+            job.notePublished(record, for: index)
             logger.info("found the finished file of an earlier run", metadata: ["job": "\(job.record.job)", "file": "\(file)"])
-            return job.isFinished ? filer.fileJob(job) : filer.saveState(job)
+            carryOut(job.apply(.foundFinished(file: file, bytes: bytes, sha256: sha256), to: index), job, index)
         case .ownerBusy(let owner):
-            let due = MonotonicClock.now() + 2000
-            download.phase = .waiting(until: due, reason: .nameOwner)
-            job.downloads[index] = download
             logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
-            return scheduler.enqueue(entry, due: due)
+            carryOut(job.apply(.nameOwnerBusy(until: MonotonicClock.now() + 2000), to: index), job, index)
         case .failed(let failure):
             return reservationFailed(job, index, failure)
         }
@@ -122,18 +104,14 @@ final class JobRunner: AgentPart {
     private func reservationFailed(_ job: Job, _ index: Int, _ failure: Failure) {
         guard failure.kind == .noSpace else { return endDownload(job, index, failure: failure) }
         // It counts as an attempt, so that the waits back off as a transfer's do.
-        if job.downloads[index].beginsAttempt {
-            job.downloads[index].attempt += 1
-            job.downloads[index].beginsAttempt = false
-        }
+        job.apply(.reservationNoSpace, to: index)
         endAttempt(job, index, TransferFailure(failure: failure, httpStatus: nil, retryAfter: nil, bytes: 0, resumedFrom: 0))
     }
 
     /// Starts the transfer of a download whose `.part` is taken.
     private func begin(_ entry: Scheduler.Entry, _ job: Job) {
         let index = entry.unit.download
-        var download = job.downloads[index]
-        guard let part = download.part else { return }
+        guard let part = job.downloads[index].part else { return }
         if table.runningCount == 0 { lastStateRefresh = MonotonicClock.now() }
         // The state on disk learns the routing folder at the first start (after a crash the
         // class, and so the destination, comes from it) and the count at each new attempt (a
@@ -141,16 +119,12 @@ final class JobRunner: AgentPart {
         // its state is first written by the progress refresh, which a small job never reaches.
         // A job claimed under another name (`x.1.url`) writes it at once too: recovery takes
         // the job's own name, which its `.part` records name as owner, from there.
+        let lifecycle = job.downloads[index].lifecycle
         let recordsState = (job.record.started == nil && (!(job.record.folder ?? "").isEmpty || job.workName != job.record.job))
-            || (download.beginsAttempt && download.attempt > 0)
-        let newAttempt = download.beginsAttempt
-        if download.beginsAttempt {
-            download.attempt += 1
-            download.beginsAttempt = false
-            download.mirrorsTried = 0
-            download.roundRetryable = false
-            download.mirror = part.size > 0 ? min(part.record.mirror, download.spec.urls.count - 1) : 0
-        }
+            || (lifecycle.beginsAttempt && lifecycle.attempt > 0)
+        let newAttempt = lifecycle.beginsAttempt
+        job.apply(.attemptBegins(partSize: part.size, recordMirror: part.record.mirror), to: index)
+        let download = job.downloads[index]
         var request = TransferRequest(
             url: download.currentURL, headers: download.spec.headers, checksum: download.spec.checksum,
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
@@ -172,32 +146,22 @@ final class JobRunner: AgentPart {
             transfer.receiveBudget = context.receiveBudget
             try multi.add(transfer.easy)
         } catch let refused as TransferFailure {
-            job.downloads[index] = download
             return endAttempt(job, index, refused)
         } catch {
             let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
-            job.downloads[index] = download
             return endAttempt(job, index, TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
                                                           retryAfter: nil, bytes: part.size, resumedFrom: 0))
         }
         admission.started(host: entry.host, className: entry.className)
-        if newAttempt { download.attemptStartBytes = transfer.requestedOffset }
         transfer.restartedFromZero = { [logger, jobName = job.record.job, offset = transfer.requestedOffset, weak job] in
             logger.info("download restarted from 0: the server sent the whole file, not the range asked for",
                         metadata: ["job": "\(jobName)", "requested_from": "\(offset)"])
-            job?.downloads[index].status.resumedFrom = 0
+            job?.apply(.restartedFromZero, to: index)
         }
-        download.status.state = .running
-        download.status.connections = 1
-        download.status.url = Redaction.url(download.currentURL)
-        download.status.resumedFrom = transfer.requestedOffset
-        download.status.bytes = transfer.written
-        download.status.error = nil
-        download.startedAt = MonotonicClock.now()
-        job.downloads[index] = download
         table.started(transfer, for: entry.unit)
-        job.record.retryAt = nil
-        if job.record.started == nil { job.record.started = Timestamp.now() }
+        job.apply(.transferStarted(key: transfer.easy.key, url: Redaction.url(download.currentURL),
+                                   offset: transfer.requestedOffset, written: transfer.written,
+                                   now: MonotonicClock.now(), newAttempt: newAttempt), to: index)
         if recordsState { filer.saveState(job) }
         bandwidth.applyRateLimits()
         JobLog.started(job, index, from: transfer.requestedOffset, logger: logger)
@@ -244,24 +208,17 @@ final class JobRunner: AgentPart {
     private func finish(_ transfer: Transfer, _ unit: Scheduler.Unit, _ result: CURLcode) {
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
-        job.downloads[index].phase = .queued
-        if let started = job.downloads[index].startedAt {
-            job.downloads[index].status.seconds += Double(MonotonicClock.now() - started) / 1000
-            job.downloads[index].startedAt = nil
-        }
+        job.apply(.transferEnded(now: MonotonicClock.now()), to: index)
         switch transfer.finish(result) {
         case .completed(let result):
             publisher.publish(transfer.part, result, job, index)
         case .restart(let reason):
             try? transfer.part.truncate(to: 0)
-            job.downloads[index].restarts += 1
-            if job.downloads[index].restarts > 3 {
-                return endAttempt(job, index, TransferFailure(failure: Failure(.network, reason), httpStatus: nil,
-                                                              retryAfter: nil, bytes: 0, resumedFrom: 0))
+            let effects = job.apply(.partUnusable(reason: reason), to: index)
+            if effects.contains(.enqueue(due: nil)) {
+                logger.info("partial data unusable, starting over: \(reason)", metadata: ["job": "\(job.record.job)"])
             }
-            logger.info("partial data unusable, starting over: \(reason)", metadata: ["job": "\(job.record.job)"])
-            job.downloads[index].status.state = .queued
-            scheduler.enqueue(job.schedulerEntry(index))
+            carryOut(effects, job, index)
         case .redirect(let location, let httpStatus):
             // The next hop on the same transfer, part and slot; headers stay with their origin.
             let refused: Failure
@@ -271,8 +228,8 @@ final class JobRunner: AgentPart {
                     try transfer.follow(hop)
                     try multi.add(transfer.easy)
                     admission.started(host: URLParts(hop.url)?.host ?? "", className: job.record.className)
-                    job.downloads[index].startedAt = MonotonicClock.now()
                     table.started(transfer, for: unit)
+                    job.apply(.redirected(key: transfer.easy.key, now: MonotonicClock.now()), to: index)
                     bandwidth.applyRateLimits()
                     logger.debug("redirected", metadata: ["job": "\(job.record.job)", "to": "\(Redaction.url(hop.target))"])
                     return
@@ -294,89 +251,63 @@ final class JobRunner: AgentPart {
 
     /// A failed try of one mirror: the next mirror, a retry after backoff, or the end (RetryPolicy).
     func endAttempt(_ job: Job, _ index: Int, _ failure: TransferFailure) {
-        var download = job.downloads[index]
-        download.status.bytes = failure.bytes
-        download.status.httpStatus = failure.httpStatus
-        download.status.resumedFrom = failure.resumedFrom
-        download.status.error = failure.failure
-        download.restarts = 0
-        download.mirrorsTried += 1
-        // An attempt that moved the `.part` forward by `progressCredit` costs none (a flaky link).
-        if let start = download.attemptStartBytes, [.network, .timeout].contains(failure.failure.kind),
-           failure.bytes - start >= JobRunner.progressCredit {
-            download.freeAttempts += 1
-            download.attemptStartBytes = nil
-        }
         let policy = config.jobClass(named: job.record.className)?.retry ?? config.retry
-        let outcome = RetryPolicy.Outcome(kind: failure.failure.kind, httpStatus: failure.httpStatus,
-                                          retryAfter: failure.retryAfter, isFinal: failure.isFinal)
-        let round = RetryPolicy.Round(mirrorsTried: download.mirrorsTried, mirrorCount: download.spec.urls.count,
-                                      attempt: download.attempt - download.freeAttempts,
-                                      earlierRetryable: download.roundRetryable)
-        if RetryPolicy.isRetryable(outcome, policy: policy) { download.roundRetryable = true }
-        let decision = RetryPolicy.decide(outcome, round, policy: policy, jitter: Double.random(in: 0..<1))
-        JobLog.attemptFailed(job, download, failure, decision, logger: logger)
-        // Data that failed its checksum is no base to resume on: the next try fetches from zero.
-        if failure.failure.kind == .checksumMismatch, decision != .fail, let part = download.part {
-            try? part.truncate(to: 0)
-            try? part.saveRecord()
-            download.status.bytes = 0
-        }
-        switch decision {
-        case .nextMirror:
-            download.mirror = (download.mirror + 1) % download.spec.urls.count
-            download.status.state = .queued
-            download.phase = .queued
-            job.downloads[index] = download
-            scheduler.enqueue(job.schedulerEntry(index))
-        case .retry(let delay):
-            let due = MonotonicClock.now() + Int64(delay.milliseconds)
-            download.beginsAttempt = true
-            download.status.state = .waiting
-            download.phase = .waiting(until: due, reason: .retry)
-            job.downloads[index] = download
-            job.record.retryAt = Timestamp.format(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000))
-            if failure.failure.kind == .noSpace, let onceDeadline, due > onceDeadline {
+        let context = DownloadLifecycle.RetryContext(policy: policy, jitter: Double.random(in: 0..<1),
+                                                     now: MonotonicClock.now(), onceDeadline: onceDeadline)
+        carryOut(job.apply(.attemptFailed(failure, context), to: index), job, index, failure: failure)
+    }
+
+    /// Carries out what a transition of download `index` asks for (`DownloadLifecycle.Effect`), in
+    /// order; `failure` is the failed try the effects follow from, if any.
+    func carryOut(_ effects: [DownloadLifecycle.Effect], _ job: Job, _ index: Int, failure: TransferFailure? = nil) {
+        for effect in effects {
+            switch effect {
+            case .enqueue(let due):
+                if let due { scheduler.enqueue(job.schedulerEntry(index), due: due) } else { scheduler.enqueue(job.schedulerEntry(index)) }
+            case .saveState:
+                filer.saveState(job)
+            case .settle:
+                if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
+            case .retryAfter:
+                break
+            case .logAttempt(let decision):
+                if let failure { JobLog.attemptFailed(job, job.downloads[index], failure, decision, logger: logger) }
+            case .refetchFromZero:
+                if let part = job.downloads[index].part {
+                    try? part.truncate(to: 0)
+                    try? part.saveRecord()
+                }
+            case .countRetry:
+                context.metrics?.retried()
+            case .leftForNextRun:
                 // `run --once` waits for free space no longer than `once_wait`: the next run goes on.
-                job.downloads[index] = download
                 logger.info("still no free space after once_wait: left waiting for the next run",
                             metadata: ["job": "\(job.record.job)", "retry_at": "\(job.record.retryAt ?? "")"])
-                return filer.saveState(job)
+            case .failAttempt(let failed):
+                endAttempt(job, index, failed)
+            case .failDownload(let failed):
+                endDownload(job, index, failure: failed)
             }
-            scheduler.enqueue(job.schedulerEntry(index), due: due)
-            context.metrics?.retried()
-            filer.saveState(job)
-        case .fail:
-            job.downloads[index] = download
-            endDownload(job, index, failure: failure.failure)
         }
     }
 
     /// A download that failed for good. Its partial data stays (a `retry` resumes it) unless the
     /// data itself is what was wrong, or there is none.
     func endDownload(_ job: Job, _ index: Int, failure: Failure) {
-        var download = job.downloads[index]
-        download.status.state = .failed
-        download.status.error = failure
-        download.phase = .finished
-        if let part = download.part {
-            if failure.kind == .checksumMismatch, part.size > 0, keepBadCopy(of: part) {
-                download.part = nil
-                download.status.bytes = 0
-                job.downloads[index] = download
-                return job.isFinished ? filer.fileJob(job) : filer.saveState(job)
-            }
+        var dataRemoved = false
+        if let part = job.downloads[index].part {
             let dataIsWrong = [.checksumMismatch, .tooLarge, .invalidJob, .exists, .internal].contains(failure.kind)
-            if dataIsWrong || part.size == 0 {
+            if failure.kind == .checksumMismatch, part.size > 0, keepBadCopy(of: part) {
+                dataRemoved = true
+            } else if dataIsWrong || part.size == 0 {
                 part.discard()
-                download.status.bytes = 0
+                dataRemoved = true
             } else {
                 try? part.saveRecord()
             }
-            download.part = nil
+            job.releasePart(of: index)
         }
-        job.downloads[index] = download
-        if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
+        carryOut(job.apply(.failed(failure, dataRemoved: dataRemoved), to: index), job, index)
     }
 
     /// Keeps the data of a download that failed its checksum for good under a hidden name beside
@@ -400,10 +331,6 @@ final class JobRunner: AgentPart {
         "." + FileName.shortened(finalName, maxBytes: 200) + ".bad"
     }
 
-    /// How much an attempt must grow the `.part` to cost no attempt: a server that sends a byte
-    /// and resets cannot keep a download retrying for ever (each free attempt adds at least this).
-    static let progressCredit: Int64 = 1 << 20
-
     /// `run --once`: when the run's `once_wait` ends (monotonic ms); a download waiting for free
     /// space is not scheduled past it.
     var onceDeadline: Int64?
@@ -415,10 +342,7 @@ final class JobRunner: AgentPart {
             multi.remove(transfer.easy)
             try? transfer.part.checkpoint()
             if let job = table.job(unit.job) {
-                job.downloads[unit.download].phase = .queued
-                job.downloads[unit.download].status.state = .queued
-                job.downloads[unit.download].status.bytes = transfer.written
-                filer.saveState(job)
+                carryOut(job.apply(.stopped(written: transfer.written), to: unit.download), job, unit.download)
             }
         }
         admission.reset()
@@ -438,7 +362,7 @@ final class JobRunner: AgentPart {
             multi.remove(transfer.easy)
             try? transfer.part.saveRecord()
             admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: job.record.className)
-            job.downloads[unit.download].phase = .queued
+            job.apply(.left, to: unit.download)
         }
         scheduler.remove(job: job.id)
         table.remove(job)
@@ -468,8 +392,7 @@ final class JobRunner: AgentPart {
         for job in table.allJobs where job.record.started == nil
             && !job.downloads.contains(where: { $0.part != nil || $0.phase == .reserving }) {
             guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
-            job.record.className = found?.name ?? "default"
-            job.record.priority = job.spec.priority ?? found?.priority ?? 0
+            job.reclassify(className: found?.name ?? "default", priority: job.spec.priority ?? found?.priority ?? 0)
         }
         // Unclaimed inbox jobs are read again under the new classes.
         intake.reindex()

@@ -52,9 +52,9 @@ final class JobTable {
 
     // MARK: - Transfers
 
+    /// A transfer runs for `unit`; its download's phase follows from the job's `apply` (transferStarted, redirected).
     func started(_ transfer: Transfer, for unit: Scheduler.Unit) {
         transfers[transfer.easy.key] = (transfer, unit)
-        jobs[unit.job]?.job.downloads[unit.download].phase = .running(key: transfer.easy.key)
     }
 
     /// The running transfer under `key`.

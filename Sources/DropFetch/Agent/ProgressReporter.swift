@@ -34,7 +34,7 @@ struct ProgressReporter {
             guard let job = table.job(unit.job), unit.download < job.downloads.count else { continue }
             let download = job.downloads[unit.download]
             let file = download.status.file.map { path in String(path.split(separator: "/").last ?? Substring(path)) }
-            rows.append((download.startedAt ?? 0, ProgressSnapshot.Download(
+            rows.append((download.lifecycle.startedAt ?? 0, ProgressSnapshot.Download(
                 job: job.record.job, file: file, downloadsInJob: job.downloads.count, bytes: transfer.written,
                 size: transfer.total, bytesPerSecond: download.status.bytesPerSecond)))
         }

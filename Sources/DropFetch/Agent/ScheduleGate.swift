@@ -160,11 +160,7 @@ final class ScheduleGate: AgentPart {
         }
         guard let job = table.job(entry.unit.job) else { return true }
         let retryAt = Timestamp.format(seconds: until)
-        let wasHeld = job.downloads[entry.unit.download].phase.heldReason == reason && job.record.retryAt == retryAt
-        job.downloads[entry.unit.download].phase = .waiting(until: due, reason: reason)
-        job.downloads[entry.unit.download].status.state = .waiting
-        job.record.retryAt = retryAt
-        if !wasHeld {
+        if !job.holdBack(entry.unit.download, until: due, reason: reason, retryAt: retryAt).isEmpty {
             logger.info("held back by the \(reason == .schedule ? "schedule" : "quota") until \(retryAt)", metadata: ["job": "\(job.record.job)"])
             filer.saveState(job)
         }
@@ -176,17 +172,10 @@ final class ScheduleGate: AgentPart {
         var released: Set<Scheduler.Unit> = heldInbox
         heldInbox.removeAll()
         for job in table.allJobs {
-            var changed = false
-            for index in job.downloads.indices where job.downloads[index].phase.heldReason != nil {
-                job.downloads[index].phase = .queued
-                job.downloads[index].status.state = .queued
-                released.insert(Scheduler.Unit(job: job.id, download: index))
-                changed = true
-            }
-            if changed {
-                job.record.retryAt = nil
-                filer.saveState(job)
-            }
+            let held = job.downloads.indices.filter { job.downloads[$0].phase.heldReason != nil }
+            guard job.endHolds() else { continue }
+            for index in held { released.insert(Scheduler.Unit(job: job.id, download: index)) }
+            filer.saveState(job)
         }
         guard !released.isEmpty else { return }
         runner.scheduler.promote { released.contains($0.unit) }
@@ -213,10 +202,3 @@ final class ScheduleGate: AgentPart {
     }
 }
 
-extension Job.Phase {
-    /// `.schedule` or `.quota` while a window or a quota holds the download back.
-    var heldReason: Job.WaitReason? {
-        if case .waiting(_, let reason) = self, reason == .schedule || reason == .quota { return reason }
-        return nil
-    }
-}
