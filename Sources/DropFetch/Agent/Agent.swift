@@ -181,6 +181,8 @@ public final class Agent {
             }
             schedule.refresh()
             if case .running = state { runner.startRunnable() }
+            // Jobs finished in the last turn go to the worker as one request (JobCompletion).
+            publisher.flush()
             if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.

@@ -156,6 +156,18 @@ final class Job {
         return final
     }
 
+    /// The record to file once download `index`, the last one still open, is published as `file`
+    /// (worked out on a copy of its lifecycle; the job itself is unchanged).
+    func finalRecord(completing index: Int, file: String, result: TransferResult) -> StatusRecord {
+        let current = downloads[index].lifecycle
+        var prospective = current
+        prospective.handle(.publishing)
+        prospective.handle(.published(file: file, result: result))
+        downloads[index].lifecycle = prospective
+        defer { downloads[index].lifecycle = current }
+        return finalRecord()
+    }
+
     /// The record of a job that never queued (invalid, unsupported): failed now, every download with it.
     static func refusedRecord(_ base: StatusRecord, _ failure: Failure) -> StatusRecord {
         var refused = base

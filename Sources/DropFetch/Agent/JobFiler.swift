@@ -73,7 +73,7 @@ final class JobFiler: AgentPart {
 
     /// Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records that
     /// prove its published files are its own are put back for when it returns.
-    private func leftBeforeFiling(_ job: Job, _ record: StatusRecord) {
+    func leftBeforeFiling(_ job: Job, _ record: StatusRecord) {
         for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
             if let key = spool.recordKey { PartFile.restoreRecord(saved, named: name, in: folder, key: key) }
         }
@@ -82,7 +82,7 @@ final class JobFiler: AgentPart {
     }
 
     /// A job in its place: logged, counted, announced, forgotten.
-    private func filed(_ job: Job, _ record: StatusRecord, at filed: String) {
+    func filed(_ job: Job, _ record: StatusRecord, at filed: String) {
         if record.state != .done { handledFailure = true }
         JobLog.filed(record, at: filed, logger: logger)
         announce(record, filedAt: filed)
@@ -112,7 +112,7 @@ final class JobFiler: AgentPart {
         }
     }
 
-    private func filingFailed(_ job: Job, _ record: StatusRecord, _ error: SystemError) {
+    func filingFailed(_ job: Job, _ record: StatusRecord, _ error: SystemError) {
         let failures = table.filingFailures(of: job) + 1
         let delay = Int64(min(60_000, 250 << min(failures, 8)))
         logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])

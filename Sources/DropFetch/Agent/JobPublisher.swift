@@ -16,6 +16,8 @@ final class JobPublisher: AgentPart {
 
     func publish(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
         job.apply(.publishing, to: index)
+        let isLast = job.downloads.indices.allSatisfy { $0 == index || job.downloads[$0].isFinished }
+        if isLast, !table.isCommitting(job) { return complete(part, result, job, index) }
         context.groupCommit.sync([.file(part.file)]) { [self] error in
             guard isPublishing(part, of: job, index) else { return }
             if let error { return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description)) }
@@ -29,12 +31,18 @@ final class JobPublisher: AgentPart {
         table.job(job.id) === job && job.downloads[index].phase == .publishing && job.downloads[index].part === part
     }
 
-    private func rename(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
-        var target = part.finalName
+    /// The name a complete `.part` is published under: its own, or with `content_disposition: true`
+    /// and no `out=`, the server's (sanitised).
+    private func target(of part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) -> String {
         if config.contentDisposition, job.downloads[index].spec.out == nil,
            let header = result.contentDisposition, let name = FileName.fromContentDisposition(header) {
-            target = name
+            return name
         }
+        return part.finalName
+    }
+
+    private func rename(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
+        let target = target(of: part, result, job, index)
         let root: DirectoryHandle
         do {
             root = try names.destinationRoot(of: job)
@@ -79,13 +87,109 @@ final class JobPublisher: AgentPart {
         }
     }
 
-    private func published(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int) {
+    /// The download is done under `target`; `settle` files the job or saves its state (not when
+    /// a `JobCompletion` filed it already).
+    private func published(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int,
+                           settle: Bool = true) {
         let effects = job.apply(.published(file: part.folder.path + "/" + target, result: result), to: index)
         job.releasePart(of: index)
         // The record proves the published file is this job's until the job's own record says so.
         job.notePublished((part.folder, part.recordName, part.record), for: index)
+        guard settle else { return }
         crashPlan?.reach(.published)
         runner.carryOut(effects, job, index)
+    }
+
+    // MARK: - The last download of a job: published and filed in one step
+
+    /// Jobs whose last transfer completed in this loop turn, sent together as one `JobCompletion`.
+    private var completions: [(request: JobCompletion.Request, job: Job, result: TransferResult)] = []
+
+    /// Whether completions wait to be sent (the loop must not stop or sleep before `flush`).
+    var hasPendingCompletions: Bool { !completions.isEmpty }
+
+    /// The job's last download is complete: publishing and filing go to the worker as one request
+    /// (sent by `flush` at the end of the loop turn), the job committing meanwhile.
+    private func complete(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
+        let target = target(of: part, result, job, index)
+        let root: DirectoryHandle
+        do {
+            root = try names.destinationRoot(of: job)
+        } catch {
+            return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description))
+        }
+        let record = job.finalRecord(completing: index, file: part.folder.path + "/" + target, result: result)
+        let outcome: Spool.Outcome = record.state == .done ? .done : .failed
+        let source = spool.work + "/" + job.workName
+        let spoolFolders: [DirectoryHandle]
+        do {
+            spoolFolders = try spool.filedFolders(outcome, from: source)
+        } catch {
+            logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
+            spoolFolders = []
+        }
+        let publication = PartPublication(part, as: target, below: root, onConflict: config.onConflict)
+        publications[ObjectIdentifier(part)] = publication
+        let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
+        let request = JobCompletion.Request(
+            part: part, publication: publication, record: record, index: index,
+            filing: SpoolFiling.Plan(job: record.job, as: outcome, from: source, claim: job.owner.claim, in: spool),
+            publishedRecords: published + [(part.folder, part.recordName)], spoolFolders: spoolFolders)
+        table.committing(job)
+        completions.append((request, job, result))
+    }
+
+    /// Sends this turn's completions to the finish-steps worker as one batch; each job goes on
+    /// in its own step when the batch is back.
+    func flush() {
+        guard !completions.isEmpty else { return }
+        let batch = JobCompletion(completions.map(\.request), durable: config.fsync, crashPlan: crashPlan)
+        let pending = completions
+        completions = []
+        for (position, completion) in pending.enumerated() {
+            context.finishSteps.sync([.task(batch)]) { [self] _ in
+                if position == 0 {
+                    for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
+                }
+                completed(batch.endings[position], completion.request, completion.job, completion.result)
+            }
+        }
+    }
+
+    /// Goes on from a job's completion: filed and announced; or the attempt ends unpublished; or
+    /// the job left meanwhile; or filing failed and is retried.
+    private func completed(_ ending: JobCompletion.Ending, _ request: JobCompletion.Request, _ job: Job, _ result: TransferResult) {
+        let part = request.part
+        let index = request.index
+        publications[ObjectIdentifier(part)] = nil
+        let name: String
+        let record: StatusRecord
+        switch ending {
+        case .notPublished(let failure):
+            table.stoppedCommitting(job)
+            guard isPublishing(part, of: job, index) else { return }
+            return failed(job, index, result, failure)
+        case .filed(let filedName, let filedRecord, let filed):
+            spool.noteFiled(filed)
+            published(part, as: filedName, result, job, index, settle: false)
+            return filer.filed(job, filedRecord, at: filed.jobPath)
+        case .left(let leftName, let leftRecord):
+            (name, record) = (leftName, leftRecord)
+        case .filingFailed(let failedName, let failedRecord, let error):
+            published(part, as: failedName, result, job, index, settle: false)
+            return filer.filingFailed(job, failedRecord, error)
+        }
+        // The job left before it was filed: kept with its published file when it waits in hold/ or
+        // the inbox, its data removed when it was cancelled or deleted.
+        published(part, as: name, result, job, index, settle: false)
+        let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
+        if place == .hold || place == .inbox { return filer.leftBeforeFiling(job, record) }
+        context.finishSteps.sync([.task(PartRemoval(part, publication: request.publication))]) { _ in }
+        table.remove(job)
+        logger.info("job left the work folder before it was filed", metadata: [
+            "job": "\(record.job)", "now_in": "\(place?.rawValue ?? "nowhere")", "partial_data": "removed",
+        ])
+        if place == .failed { filer.filedByCancel(job) }
     }
 
     /// The attempt ends unpublished; what follows is the runner's (next mirror, retry, failure).

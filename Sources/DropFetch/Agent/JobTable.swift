@@ -81,6 +81,12 @@ final class JobTable {
         failedFilings.remove(job.id)
     }
 
+    /// A job whose filing did not begin after all (its last download was not published): active again.
+    func stoppedCommitting(_ job: Job) {
+        guard case .committing? = jobs[job.id]?.state else { return }
+        jobs[job.id]?.state = .active
+    }
+
     func isCommitting(_ job: Job) -> Bool {
         if case .committing? = jobs[job.id]?.state { return true }
         return false

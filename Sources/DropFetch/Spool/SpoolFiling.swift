@@ -16,34 +16,53 @@ final class SpoolFiling: WorkerTask {
         case failed(SystemError)
     }
 
-    /// The job file in the work folder.
-    let source: String
+    /// What a filing needs to know of the spool, read on the loop (the record numbers the spool
+    /// remembers are the loop's), so that the filing itself can run on a worker.
+    struct Plan {
+        /// The job file in the work folder.
+        let source: String
+        let outcome: Spool.Outcome
+        /// Where the status is written first (in the work folder, beside the job file).
+        let temp: String
+        /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
+        let claim: UInt64
+        /// done/ or failed/.
+        let folder: String
+        let firstFree: Int?
+        let statePath: String
+        let crashPlan: CrashPlan?
+
+        init(job: String, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool) {
+            self.source = source
+            self.outcome = outcome
+            self.claim = claim
+            temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
+            folder = outcome == .done ? spool.done : spool.failed
+            firstFree = spool.knownFreeRecordNumber(for: job, in: folder)
+            statePath = spool.statePath(for: FileSystem.baseName(of: source))
+            crashPlan = spool.crashPlan
+        }
+    }
+
     let status: StatusRecord
-    let outcome: Spool.Outcome
-    /// Where the status is written first (in the work folder, beside the job file).
-    let temp: String
-    /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
-    private let claim: UInt64
-    private let folder: String
-    private let firstFree: Int?
-    private let statePath: String
-    private let crashPlan: CrashPlan?
+    private let plan: Plan
+    var source: String { plan.source }
+    var outcome: Spool.Outcome { plan.outcome }
+    var temp: String { plan.temp }
     /// The resume records left beside published files: removed once the status is in place
     /// (recovery then completes the filing from the status), restored by the loop if the job left.
     private let publishedRecords: [(folder: DirectoryHandle, name: String)]
     private(set) var ending: Ending = .failed(SystemError(code: EINPROGRESS, operation: "file"))
 
-    init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
-         publishedRecords: [(folder: DirectoryHandle, name: String)]) {
-        self.source = source
+    convenience init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
+                     publishedRecords: [(folder: DirectoryHandle, name: String)]) {
+        self.init(status, plan: Plan(job: status.job, as: outcome, from: source, claim: claim, in: spool),
+                  publishedRecords: publishedRecords)
+    }
+
+    init(_ status: StatusRecord, plan: Plan, publishedRecords: [(folder: DirectoryHandle, name: String)]) {
         self.status = status
-        self.outcome = outcome
-        self.claim = claim
-        temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
-        folder = outcome == .done ? spool.done : spool.failed
-        firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
-        statePath = spool.statePath(for: FileSystem.baseName(of: source))
-        crashPlan = spool.crashPlan
+        self.plan = plan
         self.publishedRecords = publishedRecords
     }
 
@@ -54,7 +73,7 @@ final class SpoolFiling: WorkerTask {
     }
 
     private func file() -> Ending {
-        var inode = claim
+        var inode = plan.claim
         if inode == 0 {
             do {
                 inode = UInt64(try FileSystem.lstatus(source).st_ino)
@@ -65,10 +84,11 @@ final class SpoolFiling: WorkerTask {
         }
         let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
         do {
-            let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
+            let filed = try Spool.fileStaged(staged, from: source, into: plan.folder, firstFree: plan.firstFree,
+                                             crashPlan: plan.crashPlan) {
                 for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
             }
-            try? FileSystem.removeIfPresent(statePath)
+            try? FileSystem.removeIfPresent(plan.statePath)
             return .filed(filed)
         } catch {
             try? FileSystem.removeIfPresent(temp)
