@@ -140,7 +140,7 @@ final class MetricsFile {
         writtenGauges = gauges
         let total = counters
         let agent = agent
-        let stall = loopStall.longest(at: LoopStall.now())
+        let stall = loopStall.longest(at: MonotonicClock.nanoseconds())
         let task = MetricsWrite(counters: total.encoded(), countersPath: countersPath, path: path, holdFolder: holdFolder) {
             MetricsFile.text(agent: agent, total, gauges, held: $0, stall: stall)
         }
@@ -240,20 +240,13 @@ struct LoopStall {
     private var longestTurn = [Int64](repeating: 0, count: 60)
     private var second = [Int64](repeating: .min, count: 60)
 
-    /// CLOCK_MONOTONIC in nanoseconds.
-    static func now() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-    }
-
     /// The loop woke up.
-    mutating func begin(at now: Int64 = LoopStall.now()) {
+    mutating func begin(at now: Int64 = MonotonicClock.nanoseconds()) {
         began = now
     }
 
     /// The loop is about to wait: the turn since `begin` is counted.
-    mutating func end(at now: Int64 = LoopStall.now()) {
+    mutating func end(at now: Int64 = MonotonicClock.nanoseconds()) {
         guard let began else { return }
         self.began = nil
         let current = now / 1_000_000_000

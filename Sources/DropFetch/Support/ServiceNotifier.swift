@@ -96,9 +96,7 @@ public final class ServiceNotifier {
     /// `RELOADING=1` with `MONOTONIC_USEC=` (CLOCK_MONOTONIC, as systemd compares it); `ready()` ends it.
     public func reloading() {
         guard !isStopping else { return }
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        let microseconds = UInt64(spec.tv_sec) * 1_000_000 + UInt64(spec.tv_nsec) / 1000
+        let microseconds = MonotonicClock.nanoseconds() / 1000
         send("RELOADING=1\nMONOTONIC_USEC=\(microseconds)")
     }
 
