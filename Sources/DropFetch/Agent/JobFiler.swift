@@ -114,7 +114,7 @@ final class JobFiler: AgentPart {
 
     func filingFailed(_ job: Job, _ record: StatusRecord, _ error: SystemError) {
         let failures = table.filingFailures(of: job) + 1
-        let delay = Int64(min(60_000, 250 << min(failures, 8)))
+        let delay = Int64(Backoff.spoolStep(failures: failures, initial: .milliseconds(500)).milliseconds)
         logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])
         table.filingFailed(job, record: record, retryAt: MonotonicClock.now() + delay)
     }

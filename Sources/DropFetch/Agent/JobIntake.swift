@@ -132,7 +132,7 @@ final class JobIntake: AgentPart {
     private func retryClaim(_ candidate: InboxIndex.Candidate, _ entry: Scheduler.Entry, _ error: SystemError) {
         let failures = (claimFailures[candidate.path] ?? 0) + 1
         claimFailures[candidate.path] = failures
-        let delay = Int64(1000) << min(failures - 1, 6)
+        let delay = Int64(Backoff.spoolStep(failures: failures, initial: .seconds(1)).milliseconds)
         logger.error("cannot claim \(candidate.path), trying again in \(delay / 1000) s: \(error)")
         guard !inbox.contains(candidate.path) else { return }
         let id = table.makeID()

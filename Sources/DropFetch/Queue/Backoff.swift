@@ -16,4 +16,14 @@ enum Backoff {
         }
         return .milliseconds(milliseconds)
     }
+
+    /// The delay before retrying a spool step that failed on the file system (a claim, a filing:
+    /// EIO, ENOSPC) for the `failures`-th time: the same doubling from `initial`, at most a minute,
+    /// without jitter (the step is this agent's own).
+    static func spoolStep(failures: Int, initial: Duration) -> Duration {
+        var policy = Config.Retry()
+        policy.initialDelay = initial
+        policy.maxDelay = .seconds(60)
+        return delay(attempt: failures, policy: policy, retryAfter: nil, jitter: 1)
+    }
 }

@@ -52,6 +52,14 @@ struct SchedulerTests {
         #expect(scheduler.isEmpty)
     }
 
+    @Test("a failed spool step (claim, filing) waits from its initial delay, doubling, never past a minute")
+    func spoolStepBackoff() {
+        let claims = (1...9).map { Backoff.spoolStep(failures: $0, initial: .seconds(1)).milliseconds }
+        #expect(claims == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000])
+        #expect(Backoff.spoolStep(failures: 1, initial: .milliseconds(500)).milliseconds == 500)
+        #expect(Backoff.spoolStep(failures: 50, initial: .milliseconds(500)).milliseconds == 60_000)
+    }
+
     @Test("backoff grows exponentially within [50%, 100%] of the step, capped, and honours Retry-After")
     func backoffBounds() {
         var policy = Config.Retry()
