@@ -1,0 +1,175 @@
+import Glibc
+
+/// Filing (docs/spool.md, finish protocol): a status staged under a temp name, put in place in
+/// done/ or failed/ under the first free record number, the job file beside it, both folders synced.
+extension Spool {
+    /// A status file written under a temp name in the staging folder: not yet durable, not in place.
+    struct StagedStatus {
+        let temp: String
+        let status: StatusRecord
+        let outcome: Outcome
+        /// The job file's inode when the status was staged: only that file is filed with it.
+        let sourceInode: UInt64
+    }
+
+    /// First step of filing, planned: where the status file for the job file at `source` is staged,
+    /// a temp name in `staging` (default: done/ or failed/). The caller writes it there
+    /// (`stageStatus`); `fileStaged` puts it in place once durable.
+    func planStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
+                    stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
+        let sourceInode = UInt64(try FileSystem.lstatus(source).st_ino)
+        let temp = Spool.stagedStatusPath(for: source, in: staging ?? (outcome == .done ? done : failed))
+        return StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: sourceInode)
+    }
+
+    /// The temp name in `folder` under which the status of the job file at `source` is staged.
+    static func stagedStatusPath(for source: String, in folder: String) -> String {
+        AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
+    }
+
+    /// First step of filing, done here: the planned status written (O_EXCL) and, when the spool is
+    /// durable, fsynced.
+    func stageStatus(_ status: StatusRecord, as outcome: Outcome, for source: String,
+                     stagingIn staging: String? = nil) throws(SystemError) -> StagedStatus {
+        let staged = try planStatus(status, as: outcome, for: source, stagingIn: staging)
+        try AtomicFile.writeTemp(status.encoded(), at: staged.temp, mode: 0o644, durable: durable)
+        return staged
+    }
+
+    /// Second step: the staged status renamed beside the job's record name in done/ or failed/
+    /// (`x.url`, else `x.1.url`, …, never replacing), then the job file at `source` beside it.
+    /// Returns the job file's new path; the folders are not synced (`filedFolders`). A job file
+    /// that is gone, or another file now under its name, is ENOENT: nothing is moved.
+    ///
+    /// `statusWritten` runs once the status file is in place, before the job file moves: what it
+    /// cleans up is then no longer needed by recovery, which completes the filing from the status.
+    func fileStaged(_ staged: StagedStatus, from source: String, statusWritten: () -> Void = {}) throws(SystemError) -> String {
+        let folder = staged.outcome == .done ? done : failed
+        let filed = try Spool.fileStaged(staged, from: source, into: folder,
+                                         firstFree: knownFreeRecordNumber(for: staged.status.job, in: folder),
+                                         crashPlan: crashPlan, statusWritten: statusWritten)
+        noteFiled(filed)
+        return filed.jobPath
+    }
+
+    /// Where a filing ended: the job file's new path, and the record number after it in its folder.
+    struct Filed: Sendable {
+        let jobPath: String
+        let key: String
+        let nextNumber: Int
+    }
+
+    /// `fileStaged` without the spool's memory of record numbers, so that the group commit's worker
+    /// can run it (`SpoolFiling`): `firstFree` is the number known free last time, if any; the
+    /// caller hands the result to `noteFiled`.
+    static func fileStaged(_ staged: StagedStatus, from source: String, into folder: String, firstFree: Int?,
+                           crashPlan: CrashPlan?, statusWritten: () -> Void) throws(SystemError) -> Filed {
+        let job = staged.status.job
+        guard (try? FileSystem.lstatus(source)).map({ UInt64($0.st_ino) == staged.sourceInode }) == true else {
+            throw SystemError(code: ENOENT, operation: "file (the job file left or was replaced)", path: source)
+        }
+        var number = firstFree ?? firstFreeRecordNumber(for: job, in: folder)
+        // A number just found free is not looked up again: the renames below never replace.
+        var probed = firstFree == nil
+        while number < 100_000 {
+            let candidate = Spool.candidateName(job, number: number)
+            number += 1
+            let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
+            let jobPath = folder + "/" + candidate
+            if !probed, FileSystem.exists(statusPath) || FileSystem.exists(jobPath) { continue }
+            probed = false
+            do {
+                try FileSystem.renameNoReplace(staged.temp, to: statusPath)
+            } catch where error.code == EEXIST {
+                continue
+            }
+            statusWritten()
+            crashPlan?.reach(.statusWritten)
+            do {
+                try FileSystem.renameNoReplace(source, to: jobPath)
+            } catch {
+                // The status goes back to its temp name: tried again under the next name, or removed by the caller.
+                if (try? FileSystem.rename(statusPath, to: staged.temp)) == nil { try? FileSystem.unlink(statusPath) }
+                if error.code == EEXIST { continue }
+                throw error
+            }
+            return Filed(jobPath: jobPath, key: folder + "/" + job, nextNumber: number)
+        }
+        throw SystemError(code: EEXIST, operation: "file", path: source)
+    }
+
+    /// Remembers the next free record number after a filing, so that the next job of that name
+    /// does not probe the numbers again.
+    func noteFiled(_ filed: Filed) {
+        nextRecordNumber[filed.key] = max(nextRecordNumber[filed.key] ?? 0, filed.nextNumber)
+    }
+
+    /// The record number a filing of `job` into `folder` starts probing at, if known.
+    func knownFreeRecordNumber(for job: String, in folder: String) -> Int? {
+        nextRecordNumber[folder + "/" + job]
+    }
+
+    /// Removes a staged status that was not filed.
+    func discard(_ staged: StagedStatus) {
+        try? FileSystem.removeIfPresent(staged.temp)
+    }
+
+    /// The folders whose fsync makes a filing from `source` durable: done/ or failed/, and the source's folder.
+    func filedFolders(_ outcome: Outcome, from source: String) throws(SystemError) -> [DirectoryHandle] {
+        [try folderHandle(outcome == .done ? done : failed), try folderHandle(FileSystem.directoryName(of: source))]
+    }
+
+    /// An open handle on one of the spool's folders, opened again when the path names another
+    /// folder now (done/ rotated by an admin), so that a sync never goes to the wrong one.
+    func folderHandle(_ path: String) throws(SystemError) -> DirectoryHandle {
+        if let open = folderHandles[path], let now = try? FileSystem.lstatus(path),
+           UInt64(now.st_ino) == open.inode, UInt64(now.st_dev) == open.device {
+            return open
+        }
+        let handle = try DirectoryHandle.openRoot(path, create: false)
+        folderHandles[path] = handle
+        return handle
+    }
+
+    /// The finish protocol in one call, for the commands (`cancel`): the status staged in `staging`,
+    /// synced, put in place with the job file beside it, then both folders synced.
+    @discardableResult
+    func file(path source: String, as outcome: Outcome, status: StatusRecord,
+              stagingIn staging: String? = nil, statusWritten: () -> Void = {}) throws(SystemError) -> String {
+        let staged = try stageStatus(status, as: outcome, for: source, stagingIn: staging)
+        let jobPath: String
+        do {
+            jobPath = try fileStaged(staged, from: source, statusWritten: statusWritten)
+        } catch {
+            discard(staged)
+            throw error
+        }
+        if durable {
+            try FileSystem.syncDirectory(FileSystem.directoryName(of: jobPath))
+            try FileSystem.syncDirectory(FileSystem.directoryName(of: source))
+        }
+        return jobPath
+    }
+
+    /// The lowest record number (`x.N.url`) worth trying: remembered from the last filing of this
+    /// name, else found by doubling then bisecting over the names in use (records are only added),
+    /// so that filing the n-th record of one name costs O(log n) lookups, not n.
+    static func firstFreeRecordNumber(for job: String, in folder: String) -> Int {
+        func taken(_ number: Int) -> Bool {
+            let name = Spool.candidateName(job, number: number)
+            return FileSystem.exists(folder + "/" + name) || FileSystem.exists(folder + "/" + Spool.statusName(forJob: name))
+        }
+        guard taken(0) else { return 0 }
+        var low = 0
+        var high = 1
+        while high < 100_000, taken(high) {
+            low = high
+            high *= 2
+        }
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            if taken(middle) { low = middle } else { high = middle }
+        }
+        return low + 1
+    }
+}
