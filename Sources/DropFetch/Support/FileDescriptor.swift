@@ -90,7 +90,10 @@ final class FileDescriptor {
     /// Reads up to `limit` bytes from the current position (read(2) until EOF) into one buffer
     /// sized for `expected` bytes and one more (fstat(2)'s `st_size`), so that a file no longer
     /// than it said takes one allocation, nothing zero-filled; a longer one grows the buffer.
-    func read(upTo limit: Int, expected: Int) throws(SystemError) -> [UInt8] {
+    /// With `sizeIsKnown` (`expected` is the file's `st_size`), a first read(2) that returns exactly
+    /// `expected` bytes of the `expected + 1` asked for is the end: the file has the size it said,
+    /// and the read(2) that would return 0 is saved.
+    func read(upTo limit: Int, expected: Int, sizeIsKnown: Bool = false) throws(SystemError) -> [UInt8] {
         guard limit > 0 else { return [] }
         // The byte past `expected` shows a file that grew: the buffer is then doubled.
         var capacity = max(0, expected) < limit ? max(0, expected) + 1 : limit
@@ -102,9 +105,14 @@ final class FileDescriptor {
             bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
                 count = buffer.initialize(fromContentsOf: kept)
                 while count < capacity {
-                    let got = Glibc.read(rawValue, buffer.baseAddress! + count, capacity - count)
+                    let asked = capacity - count
+                    let got = Glibc.read(rawValue, buffer.baseAddress! + count, asked)
                     if got > 0 {
                         count += got
+                        if sizeIsKnown, got < asked, count == expected, kept.isEmpty {
+                            ended = true
+                            return
+                        }
                     } else if got == 0 {
                         ended = true
                         return

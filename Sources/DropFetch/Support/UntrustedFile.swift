@@ -75,7 +75,7 @@ struct UntrustedFile {
         do {
             // One byte past the bound shows a file that grew after fstat(2).
             let (readLimit, overflow) = limit.addingReportingOverflow(1)
-            bytes = try file.read(upTo: overflow ? Int.max : readLimit, expected: Int(info.st_size))
+            bytes = try file.read(upTo: overflow ? Int.max : readLimit, expected: Int(info.st_size), sizeIsKnown: true)
         } catch {
             throw .system(error)
         }
