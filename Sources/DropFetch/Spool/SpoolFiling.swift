@@ -22,15 +22,7 @@ final class SpoolFiling: WorkerTask {
     let outcome: Spool.Outcome
     /// Where the status is written first (in the work folder, beside the job file).
     let temp: String
-    /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
-    private let claim: UInt64
-    private let folder: String
-    private let firstFree: Int?
-    private let statePath: String
-    private let crashPlan: CrashPlan?
-    /// The resume records left beside published files: removed once the status is in place
-    /// (recovery then completes the filing from the status), restored by the loop if the job left.
-    private let publishedRecords: [(folder: DirectoryHandle, name: String)]
+    let request: Request
     private(set) var ending: Ending = .failed(SystemError(code: EINPROGRESS, operation: "file"))
 
     init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
@@ -38,42 +30,59 @@ final class SpoolFiling: WorkerTask {
         self.source = source
         self.status = status
         self.outcome = outcome
-        self.claim = claim
         temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
-        folder = outcome == .done ? spool.done : spool.failed
-        firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
-        statePath = spool.statePath(for: FileSystem.baseName(of: source))
-        crashPlan = spool.crashPlan
-        self.publishedRecords = publishedRecords
+        let folder = outcome == .done ? spool.done : spool.failed
+        request = Request(source: source, status: status, outcome: outcome, temp: temp, claim: claim, folder: folder,
+                          firstFree: spool.knownFreeRecordNumber(for: status.job, in: folder),
+                          statePath: spool.statePath(for: FileSystem.baseName(of: source)), crashPlan: spool.crashPlan,
+                          publishedRecords: publishedRecords)
     }
 
-    func perform() -> SystemError? {
-        ending = file()
-        if case .failed(let error) = ending { return error }
+    func received(_ answer: Ending) -> SystemError? {
+        ending = answer
+        if case .failed(let error) = answer { return error }
         return nil
     }
 
-    private func file() -> Ending {
-        var inode = claim
-        if inode == 0 {
+    /// The filing as the worker runs it: paths, the status, and the handles of the folders that
+    /// hold the published records.
+    struct Request: WorkerRequest {
+        let source: String
+        let status: StatusRecord
+        let outcome: Spool.Outcome
+        let temp: String
+        /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
+        let claim: UInt64
+        let folder: String
+        let firstFree: Int?
+        let statePath: String
+        let crashPlan: CrashPlan?
+        /// The resume records left beside published files: removed once the status is in place
+        /// (recovery then completes the filing from the status), restored by the loop if the job left.
+        let publishedRecords: [(folder: DirectoryHandle, name: String)]
+
+        func perform() -> Ending {
+            var inode = claim
+            if inode == 0 {
+                do {
+                    inode = UInt64(try FileSystem.lstatus(source).st_ino)
+                } catch {
+                    try? FileSystem.removeIfPresent(temp)
+                    return error.code == ENOENT ? .left : .failed(error)
+                }
+            }
+            let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
             do {
-                inode = UInt64(try FileSystem.lstatus(source).st_ino)
+                let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
+                    for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
+                }
+                try? FileSystem.removeIfPresent(statePath)
+                return .filed(filed)
             } catch {
                 try? FileSystem.removeIfPresent(temp)
-                return error.code == ENOENT ? .left : .failed(error)
+                let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
+                return error.code == ENOENT && !stillHere ? .left : .failed(error)
             }
-        }
-        let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
-        do {
-            let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
-                for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
-            }
-            try? FileSystem.removeIfPresent(statePath)
-            return .filed(filed)
-        } catch {
-            try? FileSystem.removeIfPresent(temp)
-            let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
-            return error.code == ENOENT && !stillHere ? .left : .failed(error)
         }
     }
 }
