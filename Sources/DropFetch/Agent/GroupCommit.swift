@@ -39,18 +39,32 @@ final class GroupCommit {
 
         fileprivate func workerTarget(durable: Bool) -> SyncWorker.Target {
             switch self {
-            case .data(let file): return SyncWorker.Target(action: .sync(descriptor: file.rawValue, dataOnly: true), path: file.path)
-            case .file(let file): return SyncWorker.Target(action: .sync(descriptor: file.rawValue, dataOnly: false), path: file.path)
-            case .folder(let folder):
-                return SyncWorker.Target(action: .sync(descriptor: folder.descriptor, dataOnly: false), path: folder.path)
+            case .data(let file): return SyncWorker.Target(action: .syncFile(file, dataOnly: true), path: file.path)
+            case .file(let file): return SyncWorker.Target(action: .syncFile(file, dataOnly: false), path: file.path)
+            case .folder(let folder): return SyncWorker.Target(action: .syncFolder(folder), path: folder.path)
             case .newFile(let path, let bytes, let mode):
                 return SyncWorker.Target(action: .create(bytes: bytes, mode: mode, durable: durable), path: path)
             case .replacedFile(let path, let bytes):
                 return SyncWorker.Target(action: .replace(bytes: bytes, mode: 0o644), path: path)
             case .task(let task):
-                // A task names its own files in its errors; its type's name would cost a demangling.
-                return SyncWorker.Target(action: .run(task), path: "")
+                // Only the task's request goes; the task stays here for its answer. A task names
+                // its own files in its errors; its type's name would cost a demangling.
+                return SyncWorker.Target(action: .run(task.request), path: "")
             }
+        }
+
+        /// The error a waiter on this target gets for `outcome`; a task takes its answer here,
+        /// on the loop, before any step's completion runs.
+        fileprivate func received(_ outcome: SyncWorker.Outcome) -> SystemError? {
+            switch (self, outcome) {
+            case (.task(let task), .answered(let answer)): return task.receive(erased: answer)
+            default: return outcome.error
+            }
+        }
+
+        /// The target done here, on the loop (no worker), with the error its waiters get.
+        fileprivate func performInline(durable: Bool) -> SystemError? {
+            received(SyncWorker.perform(workerTarget(durable: durable)))
         }
 
         fileprivate var isSync: Bool {
@@ -154,7 +168,7 @@ final class GroupCommit {
         switch state {
         case .inline:
             var failure: SystemError?
-            for target in targets where failure == nil { failure = SyncWorker.perform(target.workerTarget(durable: durable)) }
+            for target in targets where failure == nil { failure = target.performInline(durable: durable) }
             syncs += targets.count
             then(failure)
         case .idle, .syncing:
@@ -169,18 +183,8 @@ final class GroupCommit {
         gathering = Round()
         batches += 1
         syncs += round.targets.count
-        do {
-            try worker.submit(SyncWorker.Batch(targets: round.targets.map { $0.workerTarget(durable: durable) }))
-            state = .syncing(worker, round)
-        } catch {
-            // The worker is out of reach: this batch and all later ones are synced here.
-            onWorkerFailure(error)
-            state = .inline
-            for waiter in round.waiters {
-                let failure = waiter.targets.lazy.compactMap { SyncWorker.perform(round.targets[$0].workerTarget(durable: self.durable)) }.first
-                waiter.then(failure)
-            }
-        }
+        worker.submit(SyncWorker.Batch(targets: round.targets.map { $0.workerTarget(durable: durable) }))
+        state = .syncing(worker, round)
     }
 
     /// Takes the batch the worker sent back: its steps become ready, and what was gathered
@@ -189,8 +193,10 @@ final class GroupCommit {
         guard case .syncing(let worker, let round) = state else { return }
         guard let batch = worker.completed().first else { return }
         state = .idle(worker)
+        // Every task of the batch takes its answer before the first step runs.
+        let errors = zip(round.targets, batch.outcomes).map { target, outcome in target.received(outcome) }
         for waiter in round.waiters {
-            ready.append((waiter.then, waiter.targets.lazy.compactMap { batch.errors[$0] }.first))
+            ready.append((waiter.then, waiter.targets.lazy.compactMap { errors[$0] }.first))
         }
         flush()
     }

@@ -39,9 +39,14 @@ final class Job {
     private(set) var downloads: [Download]
     /// Queue order among equal priorities (nanoseconds of arrival).
     let arrival: Int64
+    /// Whether `work/<agent>/<name>.state.json` may exist: written by this run, or left by an
+    /// earlier one (recovered, released). A job that never had one is filed without an unlink.
+    private(set) var stateFileMayExist: Bool
 
-    init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64) {
+    init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
+         stateFileMayExist: Bool = true) {
         self.id = id
+        self.stateFileMayExist = stateFileMayExist
         self.workName = workName
         self.owner = owner
         self.spec = spec
@@ -110,6 +115,11 @@ final class Job {
     /// The published file's record stays until the job's status file names the file.
     func notePublished(_ record: PublishedRecord?, for index: Int) {
         downloads[index].publishedRecord = record
+    }
+
+    /// Its state file is being written.
+    func noteStateWritten() {
+        stateFileMayExist = true
     }
 
     /// After a config reload, a job that has not started takes its class's new name and priority.

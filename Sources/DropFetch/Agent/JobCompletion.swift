@@ -8,23 +8,22 @@ import Glibc
 /// the order of the finish protocol (docs/spool.md); with `fsync: false` the syncs are left out.
 /// Before, the same end took five round trips between the loop and two workers.
 final class JobCompletion: WorkerTask {
-    /// One job whose last unfinished download's transfer completed.
-    struct Request {
-        let part: PartFile
+    /// One job whose last unfinished download's transfer completed, as the worker gets it.
+    struct Item: Sendable {
+        /// The `.part`, synced before it is renamed.
+        let data: FileDescriptor
         /// The rename under `on_conflict`, with the folder checked to be still below the root.
-        let publication: PartPublication
-        /// The job's final record, the download at `index` done; its `file` is set to the
-        /// published name once the rename chose it.
-        let record: StatusRecord
+        let publication: PartPublication.Request
+        /// Which download of the job's record is the one published.
         let index: Int
-        let filing: SpoolFiling.Plan
-        /// The records beside files this job published earlier, and this part's own.
-        let publishedRecords: [(folder: DirectoryHandle, name: String)]
+        /// The filing under the job's final record (the download at `index` done); its `file` is
+        /// set to the published name once the rename chose it.
+        let filing: SpoolFiling.Request
         /// done/ (or failed/) and the work folder, synced after the moves.
         let spoolFolders: [DirectoryHandle]
     }
 
-    enum Ending {
+    enum Ending: Sendable {
         /// Not published (data not durable, folder moved, name taken): nothing was filed.
         case notPublished(Failure)
         /// Published as `name`, then filed under `record`.
@@ -35,82 +34,96 @@ final class JobCompletion: WorkerTask {
         case filingFailed(name: String, record: StatusRecord, SystemError)
     }
 
-    let requests: [Request]
-    private let durable: Bool
-    private let crashPlan: CrashPlan?
-    /// One per request, read on the loop once the batch is back.
-    private(set) var endings: [Ending]
-    /// Syncs of folders that failed after their renames: reported on the loop, not undone.
-    private(set) var unsynced: [SystemError] = []
-
-    init(_ requests: [Request], durable: Bool, crashPlan: CrashPlan?) {
-        self.requests = requests
-        self.durable = durable
-        self.crashPlan = crashPlan
-        endings = Array(repeating: .notPublished(Failure(.internal, "not completed")), count: requests.count)
+    struct Answer: Sendable {
+        /// One per item, in order.
+        var endings: [Ending]
+        /// Syncs of folders that failed after their renames: reported on the loop, not undone.
+        var unsynced: [SystemError] = []
     }
 
-    func perform() -> SystemError? {
-        var names: [Int: String] = [:]
-        for (index, request) in requests.enumerated() {
-            if durable {
-                do {
-                    _ = try retryingEINTR("fsync", request.part.file.path) { fsync(request.part.file.rawValue) }
-                } catch {
-                    endings[index] = .notPublished(Failure(PartPublication.kind(of: error), error.description))
-                    continue
-                }
-            }
-            crashPlan?.reach(.dataComplete)
-            _ = request.publication.perform()
-            switch request.publication.ending {
-            case .published(let name): names[index] = name
-            case .failed(let failure): endings[index] = .notPublished(failure)
-            }
-        }
-        syncFolders(names.keys.sorted().map { requests[$0].part.folder })
-        var staged: [Int: SpoolFiling] = [:]
-        for index in names.keys.sorted() {
-            crashPlan?.reach(.published)
-            let request = requests[index]
-            var record = request.record
-            let name = names[index]!
-            record.downloads[request.index].file = request.part.folder.path + "/" + name
-            let filing = SpoolFiling(record, plan: request.filing, publishedRecords: request.publishedRecords)
-            do {
-                try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
-                staged[index] = filing
-            } catch {
-                try? FileSystem.removeIfPresent(filing.temp)
-                endings[index] = .filingFailed(name: name, record: record, error)
-            }
-        }
-        var filed: [Int] = []
-        for index in staged.keys.sorted() {
-            let filing = staged[index]!
-            _ = filing.perform()
-            let name = names[index]!
-            switch filing.ending {
-            case .filed(let done):
-                endings[index] = .filed(name: name, record: filing.status, done)
-                filed.append(index)
-            case .left: endings[index] = .left(name: name, record: filing.status)
-            case .failed(let error): endings[index] = .filingFailed(name: name, record: filing.status, error)
-            }
-        }
-        syncFolders(filed.flatMap { requests[$0].spoolFolders })
+    let request: Request
+    /// How each job's completion ended, kept on the loop once the batch is back.
+    private(set) var endings: [Ending]
+    private(set) var unsynced: [SystemError] = []
+
+    init(_ items: [Item], durable: Bool, crashPlan: CrashPlan?) {
+        request = Request(items: items, durable: durable, crashPlan: crashPlan)
+        endings = Array(repeating: .notPublished(Failure(.internal, "not completed")), count: items.count)
+    }
+
+    func received(_ answer: Answer) -> SystemError? {
+        endings = answer.endings
+        unsynced = answer.unsynced
         return nil
     }
 
-    /// fsync(2) of each folder once (by device and inode), when the spool is durable.
-    private func syncFolders(_ folders: [DirectoryHandle]) {
-        guard durable else { return }
-        var seen = Set<[UInt64]>()
-        for folder in folders where seen.insert([folder.device, folder.inode]).inserted {
-            do {
-                _ = try retryingEINTR("fsync", folder.path) { fsync(folder.descriptor) }
-            } catch {
-                unsynced.append(error)
+    struct Request: WorkerRequest {
+        let items: [Item]
+        let durable: Bool
+        let crashPlan: CrashPlan?
+
+        func perform() -> Answer {
+            var answer = Answer(endings: Array(repeating: .notPublished(Failure(.internal, "not completed")), count: items.count))
+            var names: [Int: String] = [:]
+            for (index, item) in items.enumerated() {
+                if durable {
+                    do {
+                        _ = try retryingEINTR("fsync", item.data.path) { fsync(item.data.rawValue) }
+                    } catch {
+                        answer.endings[index] = .notPublished(Failure(PartPublication.kind(of: error), error.description))
+                        continue
+                    }
+                }
+                crashPlan?.reach(.dataComplete)
+                switch item.publication.perform() {
+                case .published(let name): names[index] = name
+                case .failed(let failure): answer.endings[index] = .notPublished(failure)
+                }
+            }
+            let published = names.keys.sorted()
+            syncFolders(published.map { items[$0].publication.part.folder }, &answer)
+            var staged: [Int: SpoolFiling.Request] = [:]
+            for index in published {
+                crashPlan?.reach(.published)
+                let item = items[index]
+                let name = names[index]!
+                var record = item.filing.status
+                record.downloads[item.index].file = item.publication.part.folder.path + "/" + name
+                let filing = item.filing.filing(record)
+                do {
+                    try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
+                    staged[index] = filing
+                } catch {
+                    try? FileSystem.removeIfPresent(filing.temp)
+                    answer.endings[index] = .filingFailed(name: name, record: record, error)
+                }
+            }
+            var filed: [Int] = []
+            for index in staged.keys.sorted() {
+                let filing = staged[index]!
+                let name = names[index]!
+                switch filing.perform() {
+                case .filed(let done):
+                    answer.endings[index] = .filed(name: name, record: filing.status, done)
+                    filed.append(index)
+                case .left: answer.endings[index] = .left(name: name, record: filing.status)
+                case .failed(let error): answer.endings[index] = .filingFailed(name: name, record: filing.status, error)
+                }
+            }
+            syncFolders(filed.flatMap { items[$0].spoolFolders }, &answer)
+            return answer
+        }
+
+        /// fsync(2) of each folder once (by device and inode), when the spool is durable.
+        private func syncFolders(_ folders: [DirectoryHandle], _ answer: inout Answer) {
+            guard durable else { return }
+            var seen = Set<[UInt64]>()
+            for folder in folders where seen.insert([folder.device, folder.inode]).inserted {
+                do {
+                    _ = try retryingEINTR("fsync", folder.path) { fsync(folder.descriptor) }
+                } catch {
+                    answer.unsynced.append(error)
+                }
             }
         }
     }

@@ -35,7 +35,8 @@ final class JobFiler: AgentPart {
         table.committing(job)
         let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
         let filing = SpoolFiling(record, as: record.state == .done ? .done : .failed, from: spool.work + "/" + job.workName,
-                                 claim: job.owner.claim, in: spool, publishedRecords: published)
+                                 claim: job.owner.claim, in: spool, publishedRecords: published,
+                                 removesState: job.stateFileMayExist)
         context.groupCommit.sync([.newFile(path: filing.temp, bytes: record.encoded(), mode: 0o644)]) { [self] error in
             if let error {
                 try? FileSystem.removeIfPresent(filing.temp)
@@ -160,6 +161,7 @@ final class JobFiler: AgentPart {
     func saveState(_ job: Job) {
         let workName = job.workName
         let path = spool.statePath(for: workName)
+        job.noteStateWritten()
         context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table] error in
             if let error { return logger.error("cannot write the state of \(workName): \(error)") }
             // The job left the work folder (hold, cancel) while this was written: the file is stale.

@@ -160,7 +160,7 @@ final class JobIntake: AgentPart {
     /// Reads, validates and queues a job that is now in `work/<agent>/`; an invalid one is filed
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
     func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
-               contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
+               recovered: Bool = false, contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
         let now = Timestamp.now()
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
@@ -207,7 +207,7 @@ final class JobIntake: AgentPart {
         record.ignoredOptions = spec.ignoredOptions.isEmpty ? nil : spec.ignoredOptions
 
         let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
-                      record: record, arrival: arrival)
+                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil)
         table.add(job)
         if let previous { restore(job, from: previous) }
         if job.isFinished { return filer.fileJob(job) }

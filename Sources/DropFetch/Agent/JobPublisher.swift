@@ -103,7 +103,17 @@ final class JobPublisher: AgentPart {
     // MARK: - The last download of a job: published and filed in one step
 
     /// Jobs whose last transfer completed in this loop turn, sent together as one `JobCompletion`.
-    private var completions: [(request: JobCompletion.Request, job: Job, result: TransferResult)] = []
+    private var completions: [Completion] = []
+
+    /// A job whose completion is on its way: its part, the publication (for a removal queued
+    /// behind it), and what the worker gets.
+    private struct Completion {
+        let item: JobCompletion.Item
+        let part: PartFile
+        let publication: PartPublication
+        let job: Job
+        let result: TransferResult
+    }
 
     /// Whether completions wait to be sent (the loop must not stop or sleep before `flush`).
     var hasPendingCompletions: Bool { !completions.isEmpty }
@@ -131,19 +141,20 @@ final class JobPublisher: AgentPart {
         let publication = PartPublication(part, as: target, below: root, onConflict: config.onConflict)
         publications[ObjectIdentifier(part)] = publication
         let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
-        let request = JobCompletion.Request(
-            part: part, publication: publication, record: record, index: index,
-            filing: SpoolFiling.Plan(job: record.job, as: outcome, from: source, claim: job.owner.claim, in: spool),
-            publishedRecords: published + [(part.folder, part.recordName)], spoolFolders: spoolFolders)
+        let filing = SpoolFiling.Request(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
+                                         publishedRecords: published + [(part.folder, part.recordName)],
+                                         removesState: job.stateFileMayExist)
+        let item = JobCompletion.Item(data: part.file, publication: publication.request, index: index, filing: filing,
+                                      spoolFolders: spoolFolders)
         table.committing(job)
-        completions.append((request, job, result))
+        completions.append(Completion(item: item, part: part, publication: publication, job: job, result: result))
     }
 
     /// Sends this turn's completions to the finish-steps worker as one batch; each job goes on
     /// in its own step when the batch is back.
     func flush() {
         guard !completions.isEmpty else { return }
-        let batch = JobCompletion(completions.map(\.request), durable: config.fsync, crashPlan: crashPlan)
+        let batch = JobCompletion(completions.map(\.item), durable: config.fsync, crashPlan: crashPlan)
         let pending = completions
         completions = []
         for (position, completion) in pending.enumerated() {
@@ -151,16 +162,15 @@ final class JobPublisher: AgentPart {
                 if position == 0 {
                     for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
                 }
-                completed(batch.endings[position], completion.request, completion.job, completion.result)
+                completed(batch.endings[position], completion)
             }
         }
     }
 
     /// Goes on from a job's completion: filed and announced; or the attempt ends unpublished; or
     /// the job left meanwhile; or filing failed and is retried.
-    private func completed(_ ending: JobCompletion.Ending, _ request: JobCompletion.Request, _ job: Job, _ result: TransferResult) {
-        let part = request.part
-        let index = request.index
+    private func completed(_ ending: JobCompletion.Ending, _ completion: Completion) {
+        let (part, job, result, index) = (completion.part, completion.job, completion.result, completion.item.index)
         publications[ObjectIdentifier(part)] = nil
         let name: String
         let record: StatusRecord
@@ -184,7 +194,7 @@ final class JobPublisher: AgentPart {
         published(part, as: name, result, job, index, settle: false)
         let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
         if place == .hold || place == .inbox { return filer.leftBeforeFiling(job, record) }
-        context.finishSteps.sync([.task(PartRemoval(part, publication: request.publication))]) { _ in }
+        context.finishSteps.sync([.task(PartRemoval(part, publication: completion.publication))]) { _ in }
         table.remove(job)
         logger.info("job left the work folder before it was filed", metadata: [
             "job": "\(record.job)", "now_in": "\(place?.rawValue ?? "nowhere")", "partial_data": "removed",

@@ -46,7 +46,8 @@ final class JobRecovery: AgentPart {
                 Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
             } ?? 0
             intake.admit(workName: workName, jobName: jobName, folder: previous?.folder ?? "", previous: previous,
-                  arrival: previous.flatMap { Timestamp.parse($0.submitted) }.map { $0 * 1_000_000_000 } ?? arrival)
+                         arrival: previous.flatMap { Timestamp.parse($0.submitted) }.map { $0 * 1_000_000_000 } ?? arrival,
+                         recovered: true)
         }
     }
 }

@@ -3,42 +3,48 @@
 /// journal), and the held gauge reads hold/.
 final class MetricsWrite: WorkerTask {
     /// One file's outcome, for the warnings on the loop.
-    struct Outcome {
+    struct Outcome: Sendable {
         let path: String
         let what: String
         let error: SystemError?
     }
 
-    private let counters: [UInt8]
-    private let countersPath: String
-    private let path: String
-    private let holdFolder: String
-    /// The file's text, given the number of held jobs.
-    private let text: (Int) -> String
+    let request: Request
+    /// Kept on the loop once the batch is back.
     private(set) var outcomes: [Outcome] = []
 
-    init(counters: [UInt8], countersPath: String, path: String, holdFolder: String, text: @escaping (Int) -> String) {
-        self.counters = counters
-        self.countersPath = countersPath
-        self.path = path
-        self.holdFolder = holdFolder
-        self.text = text
+    /// `text` is the file's text, given the number of held jobs; it runs on the worker.
+    init(counters: [UInt8], countersPath: String, path: String, holdFolder: String,
+         text: @escaping @Sendable (Int) -> String) {
+        request = Request(counters: counters, countersPath: countersPath, path: path, holdFolder: holdFolder, text: text)
     }
 
-    /// The counters first, so that the file never shows more than a restart would continue from.
-    func perform() -> SystemError? {
-        outcomes = [write(counters, to: countersPath, what: "metrics counters")]
-        let bytes = Array(text(SpoolStatus.heldCount(in: holdFolder)).utf8)
-        outcomes.append(write(bytes, to: path, what: "metrics_file"))
-        return outcomes.lazy.compactMap(\.error).first
+    func received(_ answer: [Outcome]) -> SystemError? {
+        outcomes = answer
+        return answer.lazy.compactMap(\.error).first
     }
 
-    private func write(_ bytes: [UInt8], to target: String, what: String) -> Outcome {
-        do {
-            try AtomicFile.write(bytes, to: target, durable: false)
-            return Outcome(path: target, what: what, error: nil)
-        } catch {
-            return Outcome(path: target, what: what, error: error)
+    struct Request: WorkerRequest {
+        let counters: [UInt8]
+        let countersPath: String
+        let path: String
+        let holdFolder: String
+        let text: @Sendable (Int) -> String
+
+        /// The counters first, so that the file never shows more than a restart would continue from.
+        func perform() -> [Outcome] {
+            let first = write(counters, to: countersPath, what: "metrics counters")
+            let bytes = Array(text(SpoolStatus.heldCount(in: holdFolder)).utf8)
+            return [first, write(bytes, to: path, what: "metrics_file")]
+        }
+
+        private func write(_ bytes: [UInt8], to target: String, what: String) -> Outcome {
+            do {
+                try AtomicFile.write(bytes, to: target, durable: false)
+                return Outcome(path: target, what: what, error: nil)
+            } catch {
+                return Outcome(path: target, what: what, error: error)
+            }
         }
     }
 }

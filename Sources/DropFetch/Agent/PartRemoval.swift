@@ -2,23 +2,28 @@
 /// the worker after the publishing rename that may be on its way there: the `.part`, its record,
 /// and the published name too if it got one and still holds the part's inode.
 final class PartRemoval: WorkerTask {
-    private let part: PartFile
-    private let inode: UInt64
-    private let publication: PartPublication?
+    let request: Request
 
+    /// The part is given up at once (no record is written for it any more); its files go on the worker.
     init(_ part: PartFile, publication: PartPublication?) {
-        self.part = part
-        inode = part.record.part
-        self.publication = publication
+        part.markDiscarded()
+        request = Request(part: part.location, inode: part.record.part, published: publication?.request.published)
     }
 
-    /// Runs after `publication` on the same worker, so its ending is final here.
-    func perform() -> SystemError? {
-        if case .published(let name)? = publication?.ending, name != part.name,
-           let info = try? part.folder.status(name), UInt64(info.st_ino) == inode {
-            try? part.folder.removeIfPresent(name)
+    func received(_ answer: Void) -> SystemError? { nil }
+
+    struct Request: WorkerRequest {
+        let part: PartFile.Location
+        let inode: UInt64
+        /// Set by the publication, which runs before this on the same worker.
+        let published: PartPublication.PublishedName?
+
+        func perform() {
+            if let name = published?.value, name != part.name,
+               let info = try? part.folder.status(name), UInt64(info.st_ino) == inode {
+                try? part.folder.removeIfPresent(name)
+            }
+            part.remove()
         }
-        part.discard()
-        return nil
     }
 }

@@ -6,81 +6,92 @@ import Glibc
 /// folder's lock and, on a busy disk, can wait milliseconds for its blocks; on the loop that
 /// stalled every transfer (`OutputNames.reservation` makes one, `JobRunner` runs it).
 final class PartReservation: WorkerTask {
-    private let root: DirectoryHandle
-    private let subfolder: String
-    private let dir: String?
-    private let name: String
-    private let owner: PartOwner
-    private let onConflict: Config.ConflictPolicy
-    private let digest: Config.DigestChoice
-    private let mode: UInt32
-    private let durable: Bool
-    private let key: RecordKey
-    /// How it ended, read on the loop once the batch is back.
+    let request: Request
+    /// How it ended, kept on the loop once the batch is back.
     private(set) var choice: OutputNames.NameChoice = .failed(Failure(.internal, "the output name was not chosen"))
 
     init(root: DirectoryHandle, subfolder: String, dir: String?, name: String, owner: PartOwner,
          onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey) {
-        self.root = root
-        self.subfolder = subfolder
-        self.dir = dir
-        self.name = name
-        self.owner = owner
-        self.onConflict = onConflict
-        self.digest = digest
-        self.mode = mode
-        self.durable = durable
-        self.key = key
+        request = Request(root: root, subfolder: subfolder, dir: dir, name: name, owner: owner, onConflict: onConflict,
+                          digest: digest, mode: mode, durable: durable, key: key)
     }
 
-    func perform() -> SystemError? {
-        choice = choose()
+    /// The part taken on the worker becomes the loop's `PartFile` here.
+    func received(_ answer: Answer) -> SystemError? {
+        switch answer {
+        case .reserved(let part): choice = .reserved(PartFile(handedOver: part))
+        case .published(let file, let bytes, let sha256, let record):
+            choice = .published(file: file, bytes: bytes, sha256: sha256, record: record)
+        case .ownerBusy(let owner): choice = .ownerBusy(owner)
+        case .failed(let failure): choice = .failed(failure)
+        }
         return nil
     }
 
-    private func choose() -> OutputNames.NameChoice {
-        let folder: DirectoryHandle
-        do {
-            folder = try root.descend(subfolder, create: true)
-        } catch {
-            return .failed(OutputNames.folderFailure(error, dir: dir))
-        }
-        do {
-            for candidate in OutputNames.variants(of: name) {
-                if let final = try folder.status(candidate) {
-                    if try OutputNames.isPublished(candidate, final, in: folder, by: owner, key: key) {
-                        // Under `digest: none` the status file has no SHA-256 and none of the file is read.
-                        let sha256 = digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
-                        let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
-                        let record = (folder, recordName, PartFile.readRecord(recordName, in: folder, key: key))
-                        return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
-                                          record: record)
-                    }
-                    switch onConflict {
-                    case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
-                    case .rename: continue
-                    case .overwrite: break
-                    }
-                }
-                switch try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key) {
-                case .ours(let part):
-                    return .reserved(part)
-                case .obstructed(let reason):
-                    // Nobody's to wait for: `rename` takes the next name, the others fail.
-                    if onConflict == .rename { continue }
-                    return .failed(Failure(.exists, reason))
-                case .taken(let other):
-                    switch onConflict {
-                    case .rename: continue
-                    case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(other) (on_conflict: fail)"))
-                    case .overwrite: return .ownerBusy(other)
-                    }
-                }
+    /// `OutputNames.NameChoice` on its way back from the worker: the part as `Sendable` values.
+    enum Answer: Sendable {
+        case reserved(PartFile.HandedOver)
+        case published(file: String, bytes: Int64, sha256: String?, record: (folder: DirectoryHandle, name: String, record: ResumeRecord?))
+        case ownerBusy(String)
+        case failed(Failure)
+    }
+
+    struct Request: WorkerRequest {
+        let root: DirectoryHandle
+        let subfolder: String
+        let dir: String?
+        let name: String
+        let owner: PartOwner
+        let onConflict: Config.ConflictPolicy
+        let digest: Config.DigestChoice
+        let mode: UInt32
+        let durable: Bool
+        let key: RecordKey
+
+        func perform() -> Answer {
+            let folder: DirectoryHandle
+            do {
+                folder = try root.descend(subfolder, create: true)
+            } catch {
+                return .failed(OutputNames.folderFailure(error, dir: dir))
             }
-        } catch {
-            return .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
+            do {
+                for candidate in OutputNames.variants(of: name) {
+                    if let final = try folder.status(candidate) {
+                        if try OutputNames.isPublished(candidate, final, in: folder, by: owner, key: key) {
+                            // Under `digest: none` the status file has no SHA-256 and none of the file is read.
+                            let sha256 = digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
+                            let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
+                            let record = (folder, recordName, PartFile.readRecord(recordName, in: folder, key: key))
+                            return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
+                                              record: record)
+                        }
+                        switch onConflict {
+                        case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
+                        case .rename: continue
+                        case .overwrite: break
+                        }
+                    }
+                    switch try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key) {
+                    case .ours(let part):
+                        return .reserved(part.handOver())
+                    case .obstructed(let reason):
+                        // Nobody's to wait for: `rename` takes the next name, the others fail.
+                        if onConflict == .rename { continue }
+                        return .failed(Failure(.exists, reason))
+                    case .taken(let other):
+                        switch onConflict {
+                        case .rename: continue
+                        case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(other) (on_conflict: fail)"))
+                        case .overwrite: return .ownerBusy(other)
+                        }
+                    }
+                }
+            } catch {
+                return .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
+            }
+            return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
         }
-        return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
     }
 
     /// A reservation whose job left while it ran: the `.part` it took is kept for the job if the job

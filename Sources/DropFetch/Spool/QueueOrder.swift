@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The queue of a whole spool in the order it will run (docs/status-page.md): claimed jobs that
 /// wait for a slot and the job files of the inbox, ordered as the agents' schedulers order them —
 /// higher priority first, then arrival (`order: fifo` or `lifo`), claimed before unclaimed.
@@ -27,14 +29,15 @@ public struct QueueOrder: Sendable {
     public var total: Int
 
     /// What a job file said the last time it was read, by inbox path: a page rewritten every second
-    /// reads only the job files that are new or changed since.
-    public final class JobFileCache: @unchecked Sendable {
-        fileprivate var known: [String: (modified: Int64, priority: Int, className: String)] = [:]
+    /// reads only the job files that are new or changed since. The status page's worker fills it
+    /// while the loop holds it for the next page, so it is behind a lock.
+    public final class JobFileCache: Sendable {
+        fileprivate let known = Mutex<[String: (modified: Int64, priority: Int, className: String)]>([:])
         public init() {}
     }
 
-    /// The queue of the spool `status` was read from; `cache`, when given, must not be shared
-    /// between threads at the same time.
+    /// The queue of the spool `status` was read from; `cache`, when given, may be shared between
+    /// threads, though two readings at the same time would each read the job files the other did.
     public static func read(config: Config, status: SpoolStatus, limit: Int = 100, cache: JobFileCache = JobFileCache()) -> QueueOrder {
         let root = Agent.absolute(config.spool)
         let spool = Spool(root: root, agentID: config.agentID ?? Agent.hostName(), durable: false)
@@ -53,7 +56,7 @@ public struct QueueOrder: Sendable {
             entries.append((Entry(job: found.name, folder: found.folder, className: className, priority: priority,
                                   arrival: arrival, claimedBy: nil), false))
         }
-        cache.known = cache.known.filter { seen.contains($0.key) }
+        cache.known.withLock { known in known = known.filter { seen.contains($0.key) } }
         let fifo = config.order == .fifo
         let sorted = entries.sorted { a, b in
             if a.entry.priority != b.entry.priority { return a.entry.priority > b.entry.priority }
@@ -67,7 +70,7 @@ public struct QueueOrder: Sendable {
     /// A job file's priority and class, as `JobIntake.index` reads them.
     private static func describe(_ found: Spool.InboxEntry, in spool: Spool, config: Config,
                                  cache: JobFileCache) -> (Int, String) {
-        if let known = cache.known[found.relativePath], known.modified == found.modified, found.modified != 0 {
+        if let known = cache.known.withLock({ $0[found.relativePath] }), known.modified == found.modified, found.modified != 0 {
             return (known.priority, known.className)
         }
         var priority = 0
@@ -78,7 +81,7 @@ public struct QueueOrder: Sendable {
             className = matched?.name ?? "default"
             priority = spec.priority ?? matched?.priority ?? 0
         }
-        cache.known[found.relativePath] = (found.modified, priority, className)
+        cache.known.withLock { $0[found.relativePath] = (found.modified, priority, className) }
         return (priority, className)
     }
 }

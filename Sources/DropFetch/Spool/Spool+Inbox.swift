@@ -59,27 +59,101 @@ extension Spool {
         }
     }
 
+    /// What a claim reads of the spool, as a `Sendable` value for the worker that runs it
+    /// (`SpoolClaim`): the fixed paths, the inbox's and work folder's handles (opened by `open()`
+    /// and never replaced) and the crash plan. The spool's own methods below go through it.
+    struct Claiming: Sendable {
+        let inbox: String
+        let work: String
+        let agentID: String
+        let inboxFolder: DirectoryHandle?
+        let workFolder: DirectoryHandle?
+        let crashPlan: CrashPlan?
+
+        /// The routing folder `folder` (`""` for the inbox itself), walked from the inbox's descriptor
+        /// with O_NOFOLLOW | O_DIRECTORY at each component: a routing folder replaced by a symlink is
+        /// ELOOP or ENOTDIR, never followed out of the inbox.
+        func routingFolder(_ folder: String) throws(SystemError) -> DirectoryHandle {
+            if let inboxFolder { return try inboxFolder.descend(folder, create: false) }
+            return try DirectoryHandle.openRoot(inbox, create: false).descend(folder, create: false)
+        }
+
+        /// The work folder's handle, opened at `open()` (or now, for a spool that was not opened).
+        func workHandle() throws(SystemError) -> DirectoryHandle {
+            if let workFolder { return workFolder }
+            return try DirectoryHandle.openRoot(work, create: false)
+        }
+
+        /// A claimed job file in this agent's work folder, read through the folder's descriptor.
+        func readClaimedJob(_ workName: String, limit: Int64) -> Result<JobFileReader.Contents, JobFileReader.Failure> {
+            do {
+                return JobFileReader.contents(of: workName, in: try workHandle(), limit: limit)
+            } catch {
+                return .failure(.transient(error))
+            }
+        }
+
+        /// `Spool.claim(_:from:)`.
+        func claim(_ name: String, from folder: DirectoryHandle) throws(SystemError) -> String? {
+            let workFolder = try workHandle()
+            for candidate in Spool.candidateNames(name) {
+                do {
+                    try FileSystem.moveIntoPrivateFolder(folder.descriptor, name, workFolder.descriptor, candidate,
+                                                         describing: folder.path + "/" + name, workFolder.path + "/" + candidate)
+                    return candidate
+                } catch where error.code == ENOENT {
+                    return nil
+                } catch where error.code == EEXIST {
+                    continue
+                }
+            }
+            throw SystemError(code: EEXIST, operation: "claim", path: folder.path + "/" + name)
+        }
+
+        /// `Spool.unclaim`.
+        func unclaim(_ workName: String, to name: String, in folder: DirectoryHandle) throws(SystemError) {
+            try workHandle().moveNoReplace(workName, to: folder, as: name)
+        }
+
+        /// `Spool.releasedState(named:in:)`.
+        func releasedState(named name: String, in folder: DirectoryHandle) -> ReleasedState? {
+            guard let file = try? folder.readUntrusted(Spool.releasedStateName(forJob: name), limit: StatusRecord.maxFileSize) else {
+                return nil
+            }
+            return ReleasedState.parse(file.bytes, now: Int64(time(nil)))
+        }
+
+        /// `Spool.adoptReleasedState`.
+        func adoptReleasedState(named name: String, in folder: DirectoryHandle, as workName: String) -> StatusRecord? {
+            guard let released = releasedState(named: name, in: folder) else { return nil }
+            let record = released.record(job: name, agent: agentID)
+            try? folder.removeIfPresent(Spool.releasedStateName(forJob: name))
+            try? AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: false)
+            return record
+        }
+    }
+
+    /// What a claim reads of this spool, as it is now.
+    var claiming: Claiming {
+        Claiming(inbox: inbox, work: work, agentID: agentID, inboxFolder: inboxFolder, workFolder: workFolder,
+                 crashPlan: crashPlan)
+    }
+
     /// The routing folder `folder` (`""` for the inbox itself), walked from the inbox's descriptor
     /// with O_NOFOLLOW | O_DIRECTORY at each component: a routing folder replaced by a symlink is
     /// ELOOP or ENOTDIR, never followed out of the inbox.
     func routingFolder(_ folder: String) throws(SystemError) -> DirectoryHandle {
-        if let inboxFolder { return try inboxFolder.descend(folder, create: false) }
-        return try DirectoryHandle.openRoot(inbox, create: false).descend(folder, create: false)
+        try claiming.routingFolder(folder)
     }
 
     /// The work folder's handle, opened at `open()` (or now, for a spool that was not opened).
     func workHandle() throws(SystemError) -> DirectoryHandle {
-        if let workFolder { return workFolder }
-        return try DirectoryHandle.openRoot(work, create: false)
+        try claiming.workHandle()
     }
 
     /// A claimed job file in this agent's work folder, read through the folder's descriptor.
     func readClaimedJob(_ workName: String, limit: Int64) -> Result<JobFileReader.Contents, JobFileReader.Failure> {
-        do {
-            return JobFileReader.contents(of: workName, in: try workHandle(), limit: limit)
-        } catch {
-            return .failure(.transient(error))
-        }
+        claiming.readClaimedJob(workName, limit: limit)
     }
 
     /// Moves a job from the inbox into this agent's work folder (renameat2(2) from the routing
@@ -100,25 +174,13 @@ extension Spool {
     }
 
     func claim(_ name: String, from folder: DirectoryHandle) throws(SystemError) -> String? {
-        let workFolder = try workHandle()
-        for candidate in Spool.candidateNames(name) {
-            do {
-                try FileSystem.moveIntoPrivateFolder(folder.descriptor, name, workFolder.descriptor, candidate,
-                                                     describing: folder.path + "/" + name, workFolder.path + "/" + candidate)
-                return candidate
-            } catch where error.code == ENOENT {
-                return nil
-            } catch where error.code == EEXIST {
-                continue
-            }
-        }
-        throw SystemError(code: EEXIST, operation: "claim", path: folder.path + "/" + name)
+        try claiming.claim(name, from: folder)
     }
 
     /// Puts a claimed job back into its routing folder under its inbox name, never replacing:
     /// a claim whose job file could not be read for want of descriptors is tried again later.
     func unclaim(_ workName: String, to name: String, in folder: DirectoryHandle) throws(SystemError) {
-        try workHandle().moveNoReplace(workName, to: folder, as: name)
+        try claiming.unclaim(workName, to: name, in: folder)
     }
 
     /// The hidden state file that `release` puts beside a job in the inbox (`.x.state.json`).
@@ -133,20 +195,13 @@ extension Spool {
     }
 
     func releasedState(named name: String, in folder: DirectoryHandle) -> ReleasedState? {
-        guard let file = try? folder.readUntrusted(Spool.releasedStateName(forJob: name), limit: StatusRecord.maxFileSize) else {
-            return nil
-        }
-        return ReleasedState.parse(file.bytes, now: Int64(time(nil)))
+        claiming.releasedState(named: name, in: folder)
     }
 
     /// Takes up a claimed job's released state: the hints are written as the job's state file in
     /// work/ (by the agent, from the checked values alone) and the inbox's sidecar is removed.
     /// The sidecar's own bytes never leave the inbox.
     func adoptReleasedState(named name: String, in folder: DirectoryHandle, as workName: String) -> StatusRecord? {
-        guard let released = releasedState(named: name, in: folder) else { return nil }
-        let record = released.record(job: name, agent: agentID)
-        try? folder.removeIfPresent(Spool.releasedStateName(forJob: name))
-        try? AtomicFile.write(record.encoded(), to: statePath(for: workName), durable: false)
-        return record
+        claiming.adoptReleasedState(named: name, in: folder, as: workName)
     }
 }

@@ -20,51 +20,52 @@ final class SpoolClaim: WorkerTask {
     }
 
     let entry: Spool.InboxEntry
-    private let spool: Spool
-    private let limit: Int64
+    let request: Request
     private(set) var ending: Ending = .gone
 
     init(_ entry: Spool.InboxEntry, in spool: Spool, limit: Int64) {
         self.entry = entry
-        self.spool = spool
-        self.limit = limit
+        request = Request(entry: entry, spool: spool.claiming, limit: limit)
     }
 
-    /// Uses only what `Spool.claim`, `adoptReleasedState` and `JobFileReader` read: the spool's
-    /// fixed paths, its folder handles and its crash plan.
-    func perform() -> SystemError? {
-        let folder: DirectoryHandle
-        do {
-            folder = try spool.routingFolder(entry.folder)
-        } catch {
-            switch error.code {
-            case ENOENT: ending = .gone
-            case ELOOP, ENOTDIR: ending = .notFollowed(error)
-            default: ending = .failed(error)
-            }
-            return nil
-        }
-        do {
-            guard let workName = try spool.claim(entry.name, from: folder) else {
-                ending = .gone
-                return nil
-            }
-            spool.crashPlan?.reach(.claimed)
-            let contents = spool.readClaimedJob(workName, limit: limit)
-            if case .failure(.transient(let error)) = contents {
-                // Out of descriptors: the file is not at fault. It goes back to the inbox and is
-                // claimed again after a delay; if that fails too, it stays claimed and unread.
-                if (try? spool.unclaim(workName, to: entry.name, in: folder)) != nil {
-                    ending = .failed(error)
-                    return nil
+    func received(_ answer: Ending) -> SystemError? {
+        ending = answer
+        if case .failed(let error) = answer { return error }
+        return nil
+    }
+
+    /// The claim as the worker runs it: the entry, and what `Spool.Claiming` holds of the spool
+    /// (its fixed paths, its folder handles and its crash plan).
+    struct Request: WorkerRequest {
+        let entry: Spool.InboxEntry
+        let spool: Spool.Claiming
+        let limit: Int64
+
+        func perform() -> Ending {
+            let folder: DirectoryHandle
+            do {
+                folder = try spool.routingFolder(entry.folder)
+            } catch {
+                switch error.code {
+                case ENOENT: return .gone
+                case ELOOP, ENOTDIR: return .notFollowed(error)
+                default: return .failed(error)
                 }
             }
-            let previous = spool.adoptReleasedState(named: entry.name, in: folder, as: workName)
-            ending = .claimed(workName: workName, previous: previous, contents: contents)
-            return nil
-        } catch {
-            ending = .failed(error)
-            return error
+            do {
+                guard let workName = try spool.claim(entry.name, from: folder) else { return .gone }
+                spool.crashPlan?.reach(.claimed)
+                let contents = spool.readClaimedJob(workName, limit: limit)
+                if case .failure(.transient(let error)) = contents {
+                    // Out of descriptors: the file is not at fault. It goes back to the inbox and is
+                    // claimed again after a delay; if that fails too, it stays claimed and unread.
+                    if (try? spool.unclaim(workName, to: entry.name, in: folder)) != nil { return .failed(error) }
+                }
+                let previous = spool.adoptReleasedState(named: entry.name, in: folder, as: workName)
+                return .claimed(workName: workName, previous: previous, contents: contents)
+            } catch {
+                return .failed(error)
+            }
         }
     }
 }

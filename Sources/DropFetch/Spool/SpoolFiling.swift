@@ -16,84 +16,94 @@ final class SpoolFiling: WorkerTask {
         case failed(SystemError)
     }
 
-    /// What a filing needs to know of the spool, read on the loop (the record numbers the spool
-    /// remembers are the loop's), so that the filing itself can run on a worker.
-    struct Plan {
-        /// The job file in the work folder.
-        let source: String
-        let outcome: Spool.Outcome
-        /// Where the status is written first (in the work folder, beside the job file).
-        let temp: String
-        /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
-        let claim: UInt64
-        /// done/ or failed/.
-        let folder: String
-        let firstFree: Int?
-        let statePath: String
-        let crashPlan: CrashPlan?
-
-        init(job: String, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool) {
-            self.source = source
-            self.outcome = outcome
-            self.claim = claim
-            temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
-            folder = outcome == .done ? spool.done : spool.failed
-            firstFree = spool.knownFreeRecordNumber(for: job, in: folder)
-            statePath = spool.statePath(for: FileSystem.baseName(of: source))
-            crashPlan = spool.crashPlan
-        }
-    }
-
+    /// The job file in the work folder.
+    let source: String
     let status: StatusRecord
-    private let plan: Plan
-    var source: String { plan.source }
-    var outcome: Spool.Outcome { plan.outcome }
-    var temp: String { plan.temp }
-    /// The resume records left beside published files: removed once the status is in place
-    /// (recovery then completes the filing from the status), restored by the loop if the job left.
-    private let publishedRecords: [(folder: DirectoryHandle, name: String)]
+    let outcome: Spool.Outcome
+    /// Where the status is written first (in the work folder, beside the job file).
+    let temp: String
+    let request: Request
     private(set) var ending: Ending = .failed(SystemError(code: EINPROGRESS, operation: "file"))
 
-    convenience init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
-                     publishedRecords: [(folder: DirectoryHandle, name: String)]) {
-        self.init(status, plan: Plan(job: status.job, as: outcome, from: source, claim: claim, in: spool),
-                  publishedRecords: publishedRecords)
-    }
-
-    init(_ status: StatusRecord, plan: Plan, publishedRecords: [(folder: DirectoryHandle, name: String)]) {
+    init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
+         publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true) {
+        self.source = source
         self.status = status
-        self.plan = plan
-        self.publishedRecords = publishedRecords
+        self.outcome = outcome
+        request = Request(status, as: outcome, from: source, claim: claim, in: spool, publishedRecords: publishedRecords,
+                          removesState: removesState)
+        temp = request.temp
     }
 
-    func perform() -> SystemError? {
-        ending = file()
-        if case .failed(let error) = ending { return error }
+    func received(_ answer: Ending) -> SystemError? {
+        ending = answer
+        if case .failed(let error) = answer { return error }
         return nil
     }
 
-    private func file() -> Ending {
-        var inode = plan.claim
-        if inode == 0 {
+    /// The filing as the worker runs it: paths, the status, and the handles of the folders that
+    /// hold the published records.
+    struct Request: WorkerRequest {
+        let source: String
+        private(set) var status: StatusRecord
+        let outcome: Spool.Outcome
+        let temp: String
+        /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
+        let claim: UInt64
+        let folder: String
+        let firstFree: Int?
+        /// The job's state file, removed once filed; nil when it never had one.
+        let statePath: String?
+        let crashPlan: CrashPlan?
+        /// The resume records left beside published files: removed once the status is in place
+        /// (recovery then completes the filing from the status), restored by the loop if the job left.
+        let publishedRecords: [(folder: DirectoryHandle, name: String)]
+
+        /// The filing of the job file at `source` under `status`, planned on the loop (the record
+        /// numbers the spool remembers are the loop's).
+        init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
+             publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true) {
+            self.source = source
+            self.status = status
+            self.outcome = outcome
+            temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
+            self.claim = claim
+            folder = outcome == .done ? spool.done : spool.failed
+            firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
+            statePath = removesState ? spool.statePath(for: FileSystem.baseName(of: source)) : nil
+            crashPlan = spool.crashPlan
+            self.publishedRecords = publishedRecords
+        }
+
+        /// The same filing under another status (its `file` names filled in on the worker).
+        func filing(_ status: StatusRecord) -> Request {
+            var changed = self
+            changed.status = status
+            return changed
+        }
+
+        func perform() -> Ending {
+            var inode = claim
+            if inode == 0 {
+                do {
+                    inode = UInt64(try FileSystem.lstatus(source).st_ino)
+                } catch {
+                    try? FileSystem.removeIfPresent(temp)
+                    return error.code == ENOENT ? .left : .failed(error)
+                }
+            }
+            let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
             do {
-                inode = UInt64(try FileSystem.lstatus(source).st_ino)
+                let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
+                    for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
+                }
+                if let statePath { try? FileSystem.removeIfPresent(statePath) }
+                return .filed(filed)
             } catch {
                 try? FileSystem.removeIfPresent(temp)
-                return error.code == ENOENT ? .left : .failed(error)
+                let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
+                return error.code == ENOENT && !stillHere ? .left : .failed(error)
             }
-        }
-        let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
-        do {
-            let filed = try Spool.fileStaged(staged, from: source, into: plan.folder, firstFree: plan.firstFree,
-                                             crashPlan: plan.crashPlan) {
-                for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
-            }
-            try? FileSystem.removeIfPresent(plan.statePath)
-            return .filed(filed)
-        } catch {
-            try? FileSystem.removeIfPresent(temp)
-            let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
-            return error.code == ENOENT && !stillHere ? .left : .failed(error)
         }
     }
 }

@@ -1,9 +1,12 @@
 import Glibc
+import Synchronization
 
 /// Deterministic crash points for the crash-matrix tests: with `DROPFETCH_CRASH_AT=point` (or
 /// `point:N` for the N-th time it is reached) a debug build sends itself SIGKILL there.
 /// Release builds ignore the variable.
-final class CrashPlan {
+///
+/// Points are reached on the loop and on the workers (a claim, a filing), so the count left is atomic.
+final class CrashPlan: Sendable {
     enum Point: String, CaseIterable, Sendable {
         /// A job was renamed into work/ and nothing else happened yet.
         case claimed
@@ -20,11 +23,11 @@ final class CrashPlan {
     }
 
     private let point: Point
-    private var remaining: Int
+    private let remaining: Atomic<Int>
 
     private init(point: Point, count: Int) {
         self.point = point
-        remaining = count
+        remaining = Atomic(count)
     }
 
     /// The plan from the environment, or nil (always nil in release builds).
@@ -43,7 +46,6 @@ final class CrashPlan {
     /// Dies here with SIGKILL if this is the planned point and occurrence.
     func reach(_ reached: Point) {
         guard reached == point else { return }
-        remaining -= 1
-        if remaining == 0 { kill(getpid(), SIGKILL) }
+        if remaining.subtract(1, ordering: .relaxed).newValue == 0 { kill(getpid(), SIGKILL) }
     }
 }

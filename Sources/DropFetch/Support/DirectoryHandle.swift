@@ -6,7 +6,9 @@ import Glibc
 ///
 /// A cached handle is an open descriptor, not the result of a check: once opened, writes land in
 /// this folder whatever is later renamed or replaced around it.
-final class DirectoryHandle {
+///
+/// `Sendable`: its fields never change, so a request run on a worker thread can hold one.
+final class DirectoryHandle: Sendable {
     let descriptor: Int32
     /// The path it was reached by, for messages only: nothing is opened through it again.
     let path: String

@@ -2,7 +2,10 @@ import CLinux
 import Glibc
 
 /// An open file descriptor that is closed when the last reference goes (close(2) in deinit).
-final class FileDescriptor {
+///
+/// `Sendable`: its fields never change, so a worker thread can hold one (a sync of a batch, a
+/// request) and the descriptor stays open for as long as any thread does.
+final class FileDescriptor: Sendable {
     let rawValue: Int32
     let path: String
 

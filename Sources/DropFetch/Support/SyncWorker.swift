@@ -1,189 +1,230 @@
 import CLinux
 import Glibc
+import Synchronization
 
 /// A thread that runs batches of fsync(2) and fdatasync(2), creates the files whose inode
-/// allocation can take milliseconds, and runs `WorkerTask`s (claims, reservations, renames), for
-/// the event loop, so that none of them blocks a loop turn (group commit, docs/architecture.md).
+/// allocation can take milliseconds, and performs `WorkerRequest`s (claims, reservations,
+/// renames), for the event loop, so that none of them blocks a loop turn (group commit,
+/// docs/architecture.md).
 ///
-/// A batch goes to the worker and comes back through two pipes as a retained pointer: the loop
-/// does not touch a batch between `submit` and `completed`, the worker not before or after; the
-/// pipe's write and read order the two. No lock is shared.
+/// The hand-off: a batch is a `Sendable` value (its targets hold descriptors as `Sendable`
+/// handles, requests as `Sendable` values; its outcomes are values). `submit` appends it to a
+/// `Mutex`-guarded request queue and counts up an eventfd that the worker blocks on while the
+/// queue is empty; the worker appends each finished batch to a `Mutex`-guarded response queue
+/// and counts up a second eventfd, which is in the loop's poll set (`descriptor`). Nothing else
+/// is shared, and the compiler checks all of it: there is no `@unchecked Sendable` here.
 final class SyncWorker {
-    /// One thing to do, and the path it is about (for messages, or the file to create; empty for a task).
-    struct Target {
-        enum Action {
-            /// fdatasync(2) when `dataOnly`, else fsync(2); the caller keeps the descriptor open
-            /// until the batch is back.
-            case sync(descriptor: Int32, dataOnly: Bool)
+    /// One thing to do, and the path it is about (for messages, or the file to create; empty for a request).
+    struct Target: Sendable {
+        enum Action: Sendable {
+            /// fdatasync(2) of the file when `dataOnly`, else fsync(2); the handle keeps the
+            /// descriptor open for as long as the worker holds the batch.
+            case syncFile(FileDescriptor, dataOnly: Bool)
+            /// fsync(2) of the folder, so that the names created or renamed in it last.
+            case syncFolder(DirectoryHandle)
             /// A new file at `path` (O_EXCL) holding `bytes`, fsynced when `durable` (AtomicFile.writeTemp).
             case create(bytes: [UInt8], mode: UInt32, durable: Bool)
             /// The file at `path` replaced by one holding `bytes`, not synced (AtomicFile.write).
             case replace(bytes: [UInt8], mode: UInt32)
-            /// A step of the loop's done whole on the worker (`WorkerTask`).
-            case run(any WorkerTask)
+            /// A step of the loop's done whole on the worker (`WorkerTask.request`).
+            case run(any WorkerRequest)
         }
 
         let action: Action
         let path: String
     }
 
-    /// One batch: the loop fills `targets`, the worker `errors` (one per target, nil when durable).
-    final class Batch: @unchecked Sendable {
-        let targets: [Target]
-        var errors: [SystemError?]
+    /// What a target came to.
+    enum Outcome: Sendable {
+        /// Done, and durable where asked.
+        case done
+        case failed(SystemError)
+        /// A request's answer (`run`), for its task on the loop (`WorkerTask.receive(erased:)`).
+        case answered(any Sendable)
 
-        init(targets: [Target]) {
-            self.targets = targets
-            errors = Array(repeating: nil, count: targets.count)
+        /// The target's error; nil for an answer, which its task judges.
+        var error: SystemError? {
+            if case .failed(let error) = self { return error }
+            return nil
         }
     }
 
-    private let requests: (read: Int32, write: Int32)
-    private let responses: (read: Int32, write: Int32)
+    /// One batch: the loop gives the targets, the worker the outcomes (one per target, in order).
+    struct Batch: Sendable {
+        let targets: [Target]
+        /// Empty until the worker has done the batch.
+        var outcomes: [Outcome] = []
+
+        init(targets: [Target]) {
+            self.targets = targets
+        }
+    }
+
+    /// What the loop and the worker share: the two queues, each behind its lock, and the two
+    /// eventfds. Immutable itself; `Sendable` without help.
+    private final class Channel: Sendable {
+        struct Requests {
+            var batches: [Batch] = []
+            /// Set by deinit: the worker ends after the batch it is on.
+            var ending = false
+        }
+
+        let requests = Mutex(Requests())
+        let responses = Mutex<[Batch]>([])
+        /// Counted up at each submit (and at the end); the worker blocks reading it while there is
+        /// nothing to do. A count it has not read yet wakes it at once, so no wake-up is lost
+        /// between its look at the queue and its read.
+        let wakeup: FileDescriptor
+        /// Counted up at each finished batch, reset by `completed`: readable while batches wait
+        /// (non-blocking, in the loop's poll set).
+        let done: FileDescriptor
+        let nice: Int32
+
+        init(nice: Int32) throws(SystemError) {
+            wakeup = FileDescriptor(rawValue: try retryingEINTR("eventfd (sync worker)") { eventfd(0, Int32(EFD_CLOEXEC)) },
+                                    path: "eventfd (sync worker)")
+            done = FileDescriptor(rawValue: try retryingEINTR("eventfd (sync worker)") {
+                eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+            }, path: "eventfd (sync worker)")
+            self.nice = nice
+        }
+
+        /// Adds one to an eventfd's count. It fails only past 2⁶⁴−2 unread counts (EAGAIN on the
+        /// non-blocking one), which a reader resets long before.
+        static func signal(_ eventfd: FileDescriptor) {
+            while eventfd_write(eventfd.rawValue, 1) != 0, dfl_errno() == EINTR {}
+        }
+
+        private enum Next {
+            case batch(Batch)
+            case wait
+            case end
+        }
+
+        /// The next batch, in submission order, waiting for one; nil once the worker is to end.
+        func next() -> Batch? {
+            while true {
+                let next: Next = requests.withLock { queue in
+                    if queue.ending { return .end }
+                    return queue.batches.isEmpty ? .wait : .batch(queue.batches.removeFirst())
+                }
+                switch next {
+                case .batch(let batch): return batch
+                case .end: return nil
+                case .wait:
+                    var count: eventfd_t = 0
+                    // Blocks until a submit (or the end) counts up; EINTR only looks again.
+                    _ = eventfd_read(wakeup.rawValue, &count)
+                }
+            }
+        }
+
+        /// Hands a finished batch back and wakes the loop.
+        func finished(_ batch: Batch) {
+            responses.withLock { $0.append(batch) }
+            Channel.signal(done)
+        }
+    }
+
+    private let channel: Channel
     private var thread: pthread_t?
 
     /// Becomes readable when a batch is back (for curl_multi_poll(3)'s extra descriptors).
-    var descriptor: Int32 { responses.read }
+    var descriptor: Int32 { channel.done.rawValue }
 
     /// `nice` is the worker thread's niceness (setpriority(2) of the thread): 10 for throughput
     /// work that must yield to the loop, 0 for steps a new transfer waits for.
     init(nice: Int32 = 10) throws(SystemError) {
-        requests = try SyncWorker.makePipe()
-        do {
-            responses = try SyncWorker.makePipe()
-        } catch {
-            Glibc.close(requests.read)
-            Glibc.close(requests.write)
-            throw error
-        }
-        _ = fcntl(responses.read, F_SETFL, fcntl(responses.read, F_GETFL) | O_NONBLOCK)
-        let ends = WorkerEnds(requests: requests.read, responses: responses.write, nice: nice)
-        let context = Unmanaged.passRetained(ends).toOpaque()
-        var handle = pthread_t()
-        let status = pthread_create(&handle, nil, { raw in
-            let ends = Unmanaged<WorkerEnds>.fromOpaque(raw!).takeRetainedValue()
-            SyncWorker.work(requests: ends.requests, responses: ends.responses, nice: ends.nice)
-            return nil
-        }, context)
-        guard status == 0 else {
-            // deinit closes the pipes; with no thread it joins nothing.
-            Unmanaged<WorkerEnds>.fromOpaque(context).release()
-            throw SystemError(code: status, operation: "pthread_create (sync worker)")
-        }
-        thread = handle
+        let channel = try Channel(nice: nice)
+        self.channel = channel
+        // With no thread, deinit joins nothing; the eventfds close with the channel.
+        thread = try WorkerThread.start("pthread_create (sync worker)") { SyncWorker.work(channel) }
     }
 
-    /// Closing the request pipe ends the worker after the batch it is on; the loop waits for it.
+    /// Ends the worker after the batch it is on, and waits for it: batches it has not begun are
+    /// dropped unperformed, and those not collected are released with the queues.
     deinit {
-        Glibc.close(requests.write)
-        if let thread {
-            pthread_join(thread, nil)
-            while readBatch() != nil {}
-        }
-        for fd in [requests.read, responses.read, responses.write] { Glibc.close(fd) }
+        channel.requests.withLock { $0.ending = true }
+        Channel.signal(channel.wakeup)
+        if let thread { pthread_join(thread, nil) }
     }
 
-    /// Hands a batch to the worker with write(2) of its pointer; `completed()` returns it once
-    /// every target was done. Throws when the worker cannot be reached (the batch is not sent).
-    func submit(_ batch: Batch) throws(SystemError) {
-        let retained = Unmanaged.passRetained(batch)
-        var pointer = UInt(bitPattern: retained.toOpaque())
-        // 8 bytes: below PIPE_BUF, so written whole; the worker drains the pipe, so this never waits long.
-        do throws(SystemError) {
-            let written = try retryingEINTR("write (sync worker)") { Glibc.write(requests.write, &pointer, MemoryLayout<UInt>.size) }
-            if written != MemoryLayout<UInt>.size { throw SystemError(code: EIO, operation: "write (sync worker)") }
-        } catch {
-            retained.release()
-            throw error
-        }
+    /// Queues a batch for the worker; `completed()` returns it once every target was done.
+    func submit(_ batch: Batch) {
+        channel.requests.withLock { $0.batches.append(batch) }
+        Channel.signal(channel.wakeup)
     }
 
-    /// The batches the worker has finished since the last call (read(2) of their pointers), in the
-    /// order they were submitted.
+    /// The batches the worker has finished since the last call, in the order they were submitted.
+    /// Resets `descriptor` first, then empties the queue: a batch that comes back in between is
+    /// taken now and leaves the descriptor readable for a turn that finds nothing, never the
+    /// other way round (a batch waiting with the descriptor quiet).
     func completed() -> [Batch] {
-        var done: [Batch] = []
-        while let batch = readBatch() { done.append(batch) }
-        return done
-    }
-
-    private func readBatch() -> Batch? {
-        var pointer: UInt = 0
-        let count = (try? retryingEINTR("read (sync worker)") { Glibc.read(responses.read, &pointer, MemoryLayout<UInt>.size) }) ?? 0
-        guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return nil }
-        return Unmanaged<Batch>.fromOpaque(raw).takeRetainedValue()
+        var count: eventfd_t = 0
+        while eventfd_read(channel.done.rawValue, &count) != 0, dfl_errno() == EINTR {}
+        return channel.responses.withLock { queue in
+            var taken: [Batch] = []
+            swap(&taken, &queue)
+            return taken
+        }
     }
 
     /// How long a worker runs targets before it yields its CPU to a waiting loop.
     static let yieldAfter: Int64 = 500_000
 
-    /// The worker's loop: take a batch, sync each target, send it back; end when the pipe closes.
+    /// The worker's loop: take a batch, do each target, hand it back; end when deinit says so.
     /// A worker for throughput runs at a lower priority than the loop (nice 10), whose turns it
     /// must not delay on a busy machine.
-    private static func work(requests: Int32, responses: Int32, nice: Int32) {
-        // A batch thread: waking it (the loop writing a batch's pointer) does not preempt the loop,
+    private static func work(_ channel: Channel) {
+        // A batch thread: waking it (the loop counting up its eventfd) does not preempt the loop,
         // and it yields (sched_yield(2)) once it has run `yieldAfter` in a row, so a batch of
         // creations (each walking ext4's inode tables) does not keep the loop off a CPU it shares.
         _ = dfl_set_thread_batch()
-        _ = dfl_set_thread_nice(nice)
-        while true {
-            var pointer: UInt = 0
-            let count = Glibc.read(requests, &pointer, MemoryLayout<UInt>.size)
-            if count < 0, dfl_errno() == EINTR { continue }
-            guard count == MemoryLayout<UInt>.size, let raw = UnsafeMutableRawPointer(bitPattern: pointer) else { return }
-            let batch = Unmanaged<Batch>.fromOpaque(raw).takeUnretainedValue()
-            var ranSince = MonotonicClock.nanoseconds()
-            for (index, target) in batch.targets.enumerated() {
-                batch.errors[index] = perform(target)
-                // After a stretch of half a millisecond a loop waiting for this CPU runs now rather
-                // than at the next tick (up to 4 ms); cheap targets do not pay a system call each.
-                let now = MonotonicClock.nanoseconds()
-                if now - ranSince >= SyncWorker.yieldAfter {
-                    sched_yield()
-                    ranSince = MonotonicClock.nanoseconds()
-                }
-            }
-            var back = pointer
-            _ = try? retryingEINTR("write (sync worker)") { Glibc.write(responses, &back, MemoryLayout<UInt>.size) }
+        _ = dfl_set_thread_nice(channel.nice)
+        while var batch = channel.next() {
+            batch.outcomes = outcomes(of: batch.targets)
+            channel.finished(batch)
         }
     }
 
-    /// One target on the calling thread; nil when it is done (and durable where asked).
-    static func perform(_ target: Target) -> SystemError? {
+    /// Each target done in order on the calling thread.
+    private static func outcomes(of targets: [Target]) -> [Outcome] {
+        var outcomes: [Outcome] = []
+        outcomes.reserveCapacity(targets.count)
+        var ranSince = MonotonicClock.nanoseconds()
+        for target in targets {
+            outcomes.append(perform(target))
+            // After a stretch of half a millisecond a loop waiting for this CPU runs now rather
+            // than at the next tick (up to 4 ms); cheap targets do not pay a system call each.
+            let now = MonotonicClock.nanoseconds()
+            if now - ranSince >= SyncWorker.yieldAfter {
+                sched_yield()
+                ranSince = MonotonicClock.nanoseconds()
+            }
+        }
+        return outcomes
+    }
+
+    /// One target on the calling thread.
+    static func perform(_ target: Target) -> Outcome {
         do {
             switch target.action {
-            case .sync(let descriptor, let dataOnly):
+            case .syncFile(let file, let dataOnly):
                 _ = try retryingEINTR(dataOnly ? "fdatasync" : "fsync", target.path) {
-                    dataOnly ? fdatasync(descriptor) : fsync(descriptor)
+                    dataOnly ? fdatasync(file.rawValue) : fsync(file.rawValue)
                 }
+            case .syncFolder(let folder):
+                _ = try retryingEINTR("fsync", target.path) { fsync(folder.descriptor) }
             case .create(let bytes, let mode, let durable):
                 try AtomicFile.writeTemp(bytes, at: target.path, mode: mode, durable: durable)
             case .replace(let bytes, let mode):
                 try AtomicFile.write(bytes, to: target.path, durable: false, mode: mode)
-            case .run(let task):
-                return task.perform()
+            case .run(let request):
+                return .answered(request.perform())
             }
-            return nil
+            return .done
         } catch {
-            return error
-        }
-    }
-
-    private static func makePipe() throws(SystemError) -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [-1, -1]
-        _ = try retryingEINTR("pipe2") { dfl_pipe_cloexec(&fds) }
-        return (fds[0], fds[1])
-    }
-
-    /// The worker's ends of the pipes, passed to the new thread.
-    private final class WorkerEnds: @unchecked Sendable {
-        let requests: Int32
-        let responses: Int32
-        let nice: Int32
-
-        init(requests: Int32, responses: Int32, nice: Int32) {
-            self.requests = requests
-            self.responses = responses
-            self.nice = nice
+            return .failed(error)
         }
     }
 }

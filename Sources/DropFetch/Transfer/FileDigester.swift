@@ -11,13 +11,14 @@ import Synchronization
 /// with pread(2) on its own descriptor. It sleeps on an eventfd(2) when it has caught up. Under
 /// `digest: none` with no `checksum=` there is nothing to hash and no digester is made.
 final class FileDigester {
-    /// Everything the worker touches; the event loop reads `result` only after joining.
-    private final class Shared: @unchecked Sendable {
+    /// What the loop and the worker share: descriptors, atomics and the result behind a lock,
+    /// so that it is `Sendable` without help. The digests' state is the worker's alone.
+    private final class Shared: Sendable {
         let file: FileDescriptor
         let wakeup: FileDescriptor
         /// Readable (an eventfd(2) in the loop's poll set) once `result` is written.
         let done: FileDescriptor
-        let digests: [(algorithm: Checksum.Algorithm, digest: Digest)]
+        let algorithms: [Checksum.Algorithm]
         /// Bytes of the file that hold valid data and may be hashed.
         let watermark: Atomic<Int64>
         let finished = Atomic<Bool>(false)
@@ -25,15 +26,15 @@ final class FileDigester {
         let completed = Atomic<Bool>(false)
         let cancelled = Atomic<Bool>(false)
         let sleeping = Atomic<Bool>(false)
-        /// Written by the worker before it ends.
-        var result: Result<[Checksum.Algorithm: String], SystemError>?
+        /// Written by the worker before it ends; read by the loop after `done` or the join.
+        let result = Mutex<Result<[Checksum.Algorithm: String], SystemError>?>(nil)
 
         init(file: FileDescriptor, wakeup: FileDescriptor, done: FileDescriptor, algorithms: [Checksum.Algorithm],
              start: Int64) {
             self.file = file
             self.wakeup = wakeup
             self.done = done
-            digests = algorithms.map { ($0, Digest($0)) }
+            self.algorithms = algorithms
             watermark = Atomic(start)
         }
     }
@@ -50,18 +51,8 @@ final class FileDigester {
         let done = FileDescriptor(rawValue: try retryingEINTR("eventfd") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
                                   path: "eventfd")
         shared = Shared(file: file, wakeup: wakeup, done: done, algorithms: algorithms, start: available)
-        var handle = pthread_t()
-        let context = Unmanaged.passRetained(shared).toOpaque()
-        let status = pthread_create(&handle, nil, { raw in
-            let shared = Unmanaged<Shared>.fromOpaque(raw!).takeRetainedValue()
-            FileDigester.work(shared)
-            return nil
-        }, context)
-        guard status == 0 else {
-            Unmanaged<Shared>.fromOpaque(context).release()
-            throw SystemError(code: status, operation: "pthread_create", path: path)
-        }
-        thread = handle
+        let shared = shared
+        thread = try WorkerThread.start("pthread_create", path: path) { FileDigester.work(shared) }
     }
 
     /// A digester given up (the data was thrown away) stops without reading further.
@@ -106,12 +97,13 @@ final class FileDigester {
     }
 
     private func join() -> Result<[Checksum.Algorithm: String], SystemError>? {
-        guard let handle = thread else { return shared.result }
-        thread = nil
-        shared.finished.store(true, ordering: .sequentiallyConsistent)
-        wake()
-        pthread_join(handle, nil)
-        return shared.result
+        if let handle = thread {
+            thread = nil
+            shared.finished.store(true, ordering: .sequentiallyConsistent)
+            wake()
+            pthread_join(handle, nil)
+        }
+        return shared.result.withLock { $0 }
     }
 
     /// Wake-ups sent to the worker (read by the tests).
@@ -133,6 +125,7 @@ final class FileDigester {
             var one: UInt64 = 1
             _ = Glibc.write(shared.done.rawValue, &one, 8)
         }
+        let digests = shared.algorithms.map { (algorithm: $0, digest: Digest($0)) }
         var hashed: Int64 = 0
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while !shared.cancelled.load(ordering: .sequentiallyConsistent) {
@@ -145,13 +138,14 @@ final class FileDigester {
                     while count < 0 && dfl_errno() == EINTR
                     if count > 0 {
                         let data = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-                        for entry in shared.digests { entry.digest.update(data) }
+                        for entry in digests { entry.digest.update(data) }
                     }
                     return count
                 }
                 if got <= 0 {
                     let code = got == 0 ? EIO : dfl_errno()
-                    shared.result = .failure(SystemError(code: code, operation: "read (hashing)", path: shared.file.path))
+                    let failure = SystemError(code: code, operation: "read (hashing)", path: shared.file.path)
+                    shared.result.withLock { $0 = .failure(failure) }
                     return
                 }
                 hashed += Int64(got)
@@ -159,7 +153,8 @@ final class FileDigester {
             }
             if shared.finished.load(ordering: .sequentiallyConsistent) {
                 if hashed >= shared.watermark.load(ordering: .sequentiallyConsistent) {
-                    shared.result = .success(DownloadDigest.finalize(shared.digests))
+                    let values = DownloadDigest.finalize(digests)
+                    shared.result.withLock { $0 = .success(values) }
                     return
                 }
                 continue

@@ -373,8 +373,71 @@ final class PartFile {
 
     /// Gives up the data and the name: the part and its record are removed.
     func discard() {
+        markDiscarded()
+        location.remove()
+    }
+
+    /// Gives up the data without removing it here: the removal is on its way to a worker
+    /// (`PartRemoval`), and no record may be written for the part meanwhile.
+    func markDiscarded() {
         discarded = true
-        try? folder.removeIfPresent(name)
-        try? folder.removeIfPresent(recordName)
+    }
+
+    // MARK: - Across threads
+
+    /// Where a part is, as a `Sendable` value: what a step on a worker needs of a part the loop
+    /// holds (publishing it, removing it), never the part itself, which only the loop changes.
+    struct Location: Sendable {
+        let folder: DirectoryHandle
+        let name: String
+        let finalName: String
+
+        var recordName: String { ResumeRecord.name(forPart: name) }
+        var finalPath: String { folder.path + "/" + finalName }
+
+        /// Removes the part and its record (the files of `discard`).
+        func remove() {
+            try? folder.removeIfPresent(name)
+            try? folder.removeIfPresent(recordName)
+        }
+    }
+
+    var location: Location { Location(folder: folder, name: name, finalName: finalName) }
+
+    /// A part taken on a worker (`PartReservation`) on its way to the loop: everything a `PartFile`
+    /// holds, as `Sendable` values. The worker does not use its part after `handOver()`, and the
+    /// loop makes its own from it (`init(handedOver:)`), so the part is only ever one thread's.
+    struct HandedOver: Sendable {
+        fileprivate let folder: DirectoryHandle
+        fileprivate let finalName: String
+        fileprivate let name: String
+        fileprivate let file: FileDescriptor
+        fileprivate let record: ResumeRecord
+        fileprivate let size: Int64
+        fileprivate let durable: Bool
+        fileprivate let key: RecordKey
+        fileprivate let recordFile: (inode: UInt64, size: Int, saved: ResumeRecord)?
+        fileprivate let discarded: Bool
+        fileprivate let position: Int64?
+        fileprivate let cuts: Int
+        fileprivate let writebackStart: Int64
+    }
+
+    /// This part's state, for the thread that goes on with it; this object is not used again.
+    func handOver() -> HandedOver {
+        HandedOver(folder: folder, finalName: finalName, name: name, file: file, record: record, size: size,
+                   durable: durable, key: key, recordFile: recordFile, discarded: discarded, position: position,
+                   cuts: cuts, writebackStart: writebackStart)
+    }
+
+    /// The part another thread handed over.
+    convenience init(handedOver part: HandedOver) {
+        self.init(folder: part.folder, finalName: part.finalName, name: part.name, file: part.file, record: part.record,
+                  size: part.size, durable: part.durable, key: part.key)
+        recordFile = part.recordFile
+        discarded = part.discarded
+        position = part.position
+        cuts = part.cuts
+        writebackStart = part.writebackStart
     }
 }
