@@ -158,14 +158,19 @@ final class JobFiler: AgentPart {
 
     /// Writes the job's state file through the group commit (its temp file's creation can take
     /// milliseconds), in the order asked; not synced.
+    /// A job being filed has no state to save: its filing removes the file (on another worker).
     func saveState(_ job: Job) {
+        guard !table.isCommitting(job) else { return }
         let workName = job.workName
         let path = spool.statePath(for: workName)
         job.noteStateWritten()
         context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table] error in
             if let error { return logger.error("cannot write the state of \(workName): \(error)") }
-            // The job left the work folder (hold, cancel) while this was written: the file is stale.
-            if table.job(workName: workName) == nil { try? FileSystem.removeIfPresent(path) }
+            // The job left the work folder (hold, cancel) while this was written, or its filing
+            // began (on the finish-steps worker, which may have removed the file before this
+            // wrote it): the file is stale.
+            if let current = table.job(workName: workName), !table.isCommitting(current) { return }
+            try? FileSystem.removeIfPresent(path)
         }
     }
 }
