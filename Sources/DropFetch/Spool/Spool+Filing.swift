@@ -76,7 +76,9 @@ extension Spool {
             number += 1
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = folder + "/" + candidate
-            if !probed, FileSystem.exists(statusPath) || FileSystem.exists(jobPath) { continue }
+            // A status without its job file (a filing a crash interrupted) makes the rename
+            // below fail with EEXIST, so only the job file is looked up.
+            if !probed, FileSystem.exists(jobPath) { continue }
             probed = false
             do {
                 try FileSystem.renameNoReplace(staged.temp, to: statusPath)
@@ -121,13 +123,20 @@ extension Spool {
 
     /// An open handle on one of the spool's folders, opened again when the path names another
     /// folder now (done/ rotated by an admin), so that a sync never goes to the wrong one.
+    /// The path is looked at again at most once a second: a filing per job each looking twice
+    /// cost two system calls a job, for a rotation an admin makes once a day.
     func folderHandle(_ path: String) throws(SystemError) -> DirectoryHandle {
-        if let open = folderHandles[path], let now = try? FileSystem.lstatus(path),
-           UInt64(now.st_ino) == open.inode, UInt64(now.st_dev) == open.device {
-            return open
+        let now = MonotonicClock.now()
+        if let (open, checked) = folderHandles[path] {
+            if now - checked < 1000 { return open }
+            if let current = try? FileSystem.lstatus(path), UInt64(current.st_ino) == open.inode,
+               UInt64(current.st_dev) == open.device {
+                folderHandles[path] = (open, now)
+                return open
+            }
         }
         let handle = try DirectoryHandle.openRoot(path, create: false)
-        folderHandles[path] = handle
+        folderHandles[path] = (handle, now)
         return handle
     }
 
@@ -155,9 +164,9 @@ extension Spool {
     /// name, else found by doubling then bisecting over the names in use (records are only added),
     /// so that filing the n-th record of one name costs O(log n) lookups, not n.
     static func firstFreeRecordNumber(for job: String, in folder: String) -> Int {
+        // A number whose status is there without its job file is found taken by the rename.
         func taken(_ number: Int) -> Bool {
-            let name = Spool.candidateName(job, number: number)
-            return FileSystem.exists(folder + "/" + name) || FileSystem.exists(folder + "/" + Spool.statusName(forJob: name))
+            FileSystem.exists(folder + "/" + Spool.candidateName(job, number: number))
         }
         guard taken(0) else { return 0 }
         var low = 0

@@ -32,7 +32,7 @@ final class Spool {
     /// not probe from 1 each time (Spool+Filing.swift; the loop's).
     var nextRecordNumber: [String: Int] = [:]
     /// Open handles on done/, failed/ and work folders, for their syncs (`folderHandle`; the loop's).
-    var folderHandles: [String: DirectoryHandle] = [:]
+    var folderHandles: [String: (handle: DirectoryHandle, checked: Int64)] = [:]
     /// The inbox and this agent's work folder, opened by `open()` and never replaced: the claim
     /// worker reads them while the loop runs.
     private(set) var inboxFolder: DirectoryHandle?
