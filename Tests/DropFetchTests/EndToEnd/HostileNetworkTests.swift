@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 
 /// Issue 24, the network and job-file cases: a job's own proxy is checked by
@@ -142,8 +141,8 @@ struct HostileNetworkTests {
         let size = 200_000
         let cut = 100_000
         let body = TestHTTPServer.randomBytes(size, seed: 2_410)
-        let largest = Mutex(0)
-        let destination = Mutex("")
+        let largest = Locked(0)
+        let destination = Locked("")
         let server = try ScriptedHTTPServer { head, number in
             // Before each later answer: how big the agent let the partial file grow.
             let folder = destination.withLock { $0 }

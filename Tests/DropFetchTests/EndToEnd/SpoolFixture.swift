@@ -81,12 +81,19 @@ final class SpoolFixture: @unchecked Sendable {
         return directory + "/" + name
     }
 
-    static var binary: String {
+    /// The binary under test: `DROPFETCH_BIN` when set (an installed one), else the `dropfetch` built
+    /// beside this test bundle, so that a run from another scratch path (`--scratch-path
+    /// .build-tsan`, `--sanitize=thread`) starts that build's agent, not `.build`'s.
+    static let binary: String = {
         if let path = ProcessInfo.processInfo.environment["DROPFETCH_BIN"] { return path }
+        if let bundle = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let beside = URL(fileURLWithPath: bundle).deletingLastPathComponent().path + "/dropfetch"
+            if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
         return root.path + "/.build/debug/dropfetch"
-    }
+    }()
 
     /// Runs `dropfetch ARGS --config CONFIG` to completion and returns its exit code.
     @discardableResult

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension TestHTTPServer {
     /// The running server: the listener, its accept thread and one thread per connection.
@@ -7,7 +6,7 @@ extension TestHTTPServer {
     /// Threads hold the engine, not the `TestHTTPServer`, so dropping the last reference to the
     /// server runs its `deinit`, which stops the engine.
     final class Engine: Sendable {
-        let state = Mutex(State())
+        let state = Locked(State())
         let address: Address
         private let listener: Int32
         /// A pipe made readable for good by `stop()`, to cut every `Socket.wait` short.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A bare HTTP/1.1 server on a loopback address whose every answer a test writes by hand, for
 /// servers that break the rules `TestHTTPServer` keeps (e.g. a `206` carrying another ETag than
@@ -58,7 +57,7 @@ final class ScriptedHTTPServer: Sendable {
         var stopped = false
     }
 
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
     private let listener: Int32
     private let script: Script
     let host: String

@@ -6,7 +6,7 @@ extension TestHTTPServer {
         var lastModified: String?
     }
 
-    /// Everything the server threads share; it lives in the engine's `Mutex`.
+    /// Everything the server threads share; it lives in the engine's `Locked`.
     struct State: Sendable {
         var files: [String: ServedFile] = [:]
         var faults: [String: [ArmedFault]] = [:]

@@ -4,7 +4,7 @@ import Foundation
 /// ranges and validators (RFC 9110 §14, §13.1.5), injects faults per path and logs every request.
 ///
 /// One thread accepts, one thread per connection answers, with keep-alive; all shared state is
-/// behind a `Mutex`. Bind 127.0.0.2 (or any 127/8 address) to stand in for a second host.
+/// behind a lock (`Locked`). Bind 127.0.0.2 (or any 127/8 address) to stand in for a second host.
 ///
 ///     let server = try TestHTTPServer()
 ///     server.serve("/a.bin", body: TestHTTPServer.randomBytes(100_000),
