@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// A complete `.part` given its final name under `on_conflict` as one step on a worker: its folder
 /// checked to be still below the destination root, then renamed (replacing for `overwrite`, never
@@ -34,7 +33,7 @@ final class PartPublication: WorkerTask {
     /// the loop. Written once by the publication and read by the removal, both on the worker
     /// (which runs its requests in order); the loop reads the publication's answer, never this.
     final class PublishedName: Sendable {
-        private let name = Mutex<String?>(nil)
+        private let name = Locked<String?>(nil)
 
         var value: String? { name.withLock { $0 } }
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The queue of a whole spool in the order it will run (docs/status-page.md): claimed jobs that
 /// wait for a slot and the job files of the inbox, ordered as the agents' schedulers order them —
@@ -32,7 +31,7 @@ public struct QueueOrder: Sendable {
     /// reads only the job files that are new or changed since. The status page's worker fills it
     /// while the loop holds it for the next page, so it is behind a lock.
     public final class JobFileCache: Sendable {
-        fileprivate let known = Mutex<[String: (modified: Int64, priority: Int, className: String)]>([:])
+        fileprivate let known = Locked<[String: (modified: Int64, priority: Int, className: String)]>([:])
         public init() {}
     }
 

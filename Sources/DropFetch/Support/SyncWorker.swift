@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// The hand-off: a batch is a `Sendable` value (its targets hold descriptors as `Sendable`
 /// handles, requests as `Sendable` values; its outcomes are values). `submit` appends it to a
-/// `Mutex`-guarded request queue and counts up an eventfd that the worker blocks on while the
-/// queue is empty; the worker appends each finished batch to a `Mutex`-guarded response queue
+/// `Locked` (pthread mutex)-guarded request queue and counts up an eventfd that the worker blocks on while the
+/// queue is empty; the worker appends each finished batch to a `Locked` (pthread mutex)-guarded response queue
 /// and counts up a second eventfd, which is in the loop's poll set (`descriptor`). Nothing else
 /// is shared, and the compiler checks all of it: there is no `@unchecked Sendable` here.
 final class SyncWorker {
@@ -69,8 +69,8 @@ final class SyncWorker {
             var ending = false
         }
 
-        let requests = Mutex(Requests())
-        let responses = Mutex<[Batch]>([])
+        let requests = Locked(Requests())
+        let responses = Locked<[Batch]>([])
         /// Counted up at each submit (and at the end); the worker blocks reading it while there is
         /// nothing to do. A count it has not read yet wakes it at once, so no wake-up is lost
         /// between its look at the queue and its read.

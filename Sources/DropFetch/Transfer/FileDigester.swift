@@ -27,7 +27,7 @@ final class FileDigester {
         let cancelled = Atomic<Bool>(false)
         let sleeping = Atomic<Bool>(false)
         /// Written by the worker before it ends; read by the loop after `done` or the join.
-        let result = Mutex<Result<[Checksum.Algorithm: String], SystemError>?>(nil)
+        let result = Locked<Result<[Checksum.Algorithm: String], SystemError>?>(nil)
 
         init(file: FileDescriptor, wakeup: FileDescriptor, done: FileDescriptor, algorithms: [Checksum.Algorithm],
              start: Int64) {

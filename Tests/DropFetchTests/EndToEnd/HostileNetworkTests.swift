@@ -1,3 +1,4 @@
+@testable import DropFetch
 import Foundation
 import Glibc
 import Testing

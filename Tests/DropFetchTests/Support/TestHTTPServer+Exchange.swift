@@ -1,3 +1,4 @@
+@testable import DropFetch
 import Foundation
 
 extension TestHTTPServer {

@@ -1,3 +1,4 @@
+@testable import DropFetch
 import Foundation
 
 /// A bare HTTP/1.1 server on a loopback address whose every answer a test writes by hand, for

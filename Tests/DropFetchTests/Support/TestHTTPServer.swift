@@ -1,3 +1,4 @@
+@testable import DropFetch
 import Foundation
 
 /// A real HTTP/1.1 server on a loopback address for end-to-end tests: serves in-memory files with
