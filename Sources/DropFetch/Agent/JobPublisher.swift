@@ -1,8 +1,9 @@
 import Glibc
 
-/// Gives a complete `.part` its final name through the group commit: data durable → folder checked
-/// to be still below the destination root → rename under `on_conflict` (both on the finish-steps
-/// worker, `PartPublication`) → folder durable; then the job is filed or its state saved. No fsync
+/// Gives a complete `.part` its final name: a job's last download together with the job's filing,
+/// as one `JobCompletion` request per loop turn; any other through the group commit, data durable →
+/// folder checked to be still below the destination root → rename under `on_conflict` (on the
+/// finish-steps worker, `PartPublication`) → folder durable, then the job's state saved. No fsync
 /// and no rename runs on the loop thread.
 final class JobPublisher: AgentPart {
     let context: AgentContext
