@@ -42,16 +42,24 @@ final class JobPublisher: AgentPart {
         return part.finalName
     }
 
-    private func rename(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
-        let target = target(of: part, result, job, index)
+    /// The rename of `part` under `on_conflict`, kept until it is durable (a removal may follow it);
+    /// nil when the destination cannot be opened, and the attempt has ended.
+    private func publication(of part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) -> PartPublication? {
         let root: DirectoryHandle
         do {
             root = try names.destinationRoot(of: job)
         } catch {
-            return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description))
+            failed(job, index, result, Failure(PartPublication.kind(of: error), error.description))
+            return nil
         }
-        let publication = PartPublication(part, as: target, below: root, onConflict: config.onConflict)
+        let publication = PartPublication(part, as: target(of: part, result, job, index), below: root,
+                                          onConflict: config.onConflict)
         publications[ObjectIdentifier(part)] = publication
+        return publication
+    }
+
+    private func rename(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
+        guard let publication = publication(of: part, result, job, index) else { return }
         context.finishSteps.sync([.task(publication)]) { [self] _ in
             // Held meanwhile: the file keeps its record, which proves it is the job's (`discard` for a cancel).
             guard isPublishing(part, of: job, index) else {
@@ -116,20 +124,12 @@ final class JobPublisher: AgentPart {
         let result: TransferResult
     }
 
-    /// Whether completions wait to be sent (the loop must not stop or sleep before `flush`).
-    var hasPendingCompletions: Bool { !completions.isEmpty }
-
     /// The job's last download is complete: publishing and filing go to the worker as one request
     /// (sent by `flush` at the end of the loop turn), the job committing meanwhile.
     private func complete(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
-        let target = target(of: part, result, job, index)
-        let root: DirectoryHandle
-        do {
-            root = try names.destinationRoot(of: job)
-        } catch {
-            return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description))
-        }
-        let record = job.finalRecord(completing: index, file: part.folder.path + "/" + target, result: result)
+        guard let publication = publication(of: part, result, job, index) else { return }
+        let record = job.finalRecord(completing: index, file: part.folder.path + "/" + publication.request.target,
+                                         result: result)
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
         let source = spool.work + "/" + job.workName
         let spoolFolders: [DirectoryHandle]
@@ -139,8 +139,6 @@ final class JobPublisher: AgentPart {
             logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
             spoolFolders = []
         }
-        let publication = PartPublication(part, as: target, below: root, onConflict: config.onConflict)
-        publications[ObjectIdentifier(part)] = publication
         let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
         let filing = SpoolFiling.Request(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
                                          publishedRecords: published + [(part.folder, part.recordName)],
