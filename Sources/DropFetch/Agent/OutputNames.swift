@@ -59,15 +59,17 @@ final class OutputNames: AgentPart {
     }
 
     /// Whether `name` is the published file of `owner`: its `.part` is gone and the record left
-    /// beside the name says this job wrote the file with that inode.
+    /// beside the name, or else the owner sealed on the file itself (OwnerMark, which the rename
+    /// kept), says this job wrote the file with that inode.
     static func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by owner: PartOwner,
                             key: RecordKey) throws(SystemError) -> Bool {
         let partName = PartFile.partName(for: name)
-        guard try folder.status(partName) == nil,
-              let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder, key: key),
-              record.isOwned(by: owner), record.part == UInt64(final.st_ino),
-              (final.st_mode & S_IFMT) == S_IFREG else { return false }
-        return true
+        guard (final.st_mode & S_IFMT) == S_IFREG, try folder.status(partName) == nil else { return false }
+        func proves(_ record: ResumeRecord?) -> Bool {
+            record.map { $0.isOwned(by: owner) && $0.part == UInt64(final.st_ino) } ?? false
+        }
+        return proves(PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder, key: key))
+            || proves(PartFile.readMark(name, in: folder, key: key))
     }
 
     /// The lower-case hex SHA-256 of the `final.st_size` bytes of file `name`.
