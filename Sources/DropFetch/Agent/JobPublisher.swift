@@ -143,7 +143,7 @@ final class JobPublisher: AgentPart {
         let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
         let filing = SpoolFiling.Request(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
                                          publishedRecords: published + (part.hasRecordFile ? [(part.folder, part.recordName)] : []),
-                                         removesState: job.stateFileMayExist)
+                                         removesState: job.stateFileMayExist, markedPart: (part.file, index))
         let item = JobCompletion.Item(data: part.file, publication: publication.request, index: index, filing: filing,
                                       spoolFolders: spoolFolders)
         table.committing(job)

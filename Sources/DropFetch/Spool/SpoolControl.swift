@@ -182,6 +182,8 @@ public enum SpoolControl {
         for candidate in OutputNames.variants(of: name).prefix(100) {
             let part = PartFile.partName(for: candidate)
             let recordName = ResumeRecord.name(forPart: part)
+            // A file the job published: no job's once it is filed (as its record, removed below).
+            PartFile.removeMark(of: candidate, in: folder, owner: owner, key: key)
             // The record, else the owner marked on the part (a part with no record yet).
             guard let record = PartFile.readOwner(ofPart: part, in: folder, key: key) else { continue }
             if record.isOwned(by: owner) {

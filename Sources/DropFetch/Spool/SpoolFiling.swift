@@ -31,7 +31,7 @@ final class SpoolFiling: WorkerTask {
         self.status = status
         self.outcome = outcome
         request = Request(status, as: outcome, from: source, claim: claim, in: spool, publishedRecords: publishedRecords,
-                          removesState: removesState)
+                          removesState: removesState, markedPart: nil)
         temp = request.temp
     }
 
@@ -58,11 +58,17 @@ final class SpoolFiling: WorkerTask {
         /// The resume records left beside published files: removed once the status is in place
         /// (recovery then completes the filing from the status), restored by the loop if the job left.
         let publishedRecords: [(folder: DirectoryHandle, name: String)]
+        /// The part of the download whose completion this filing ends (`JobCompletion`), still
+        /// open: its owner mark is removed through it once the job is filed.
+        let markedPart: (file: FileDescriptor, download: Int)?
+        /// Checks the owner marks of the job's other published files before they are removed.
+        let key: RecordKey?
 
         /// The filing of the job file at `source` under `status`, planned on the loop (the record
         /// numbers the spool remembers are the loop's).
         init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
-             publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true) {
+             publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
+             markedPart: (file: FileDescriptor, download: Int)? = nil) {
             self.source = source
             self.status = status
             self.outcome = outcome
@@ -73,6 +79,8 @@ final class SpoolFiling: WorkerTask {
             statePath = removesState ? spool.statePath(for: FileSystem.baseName(of: source)) : nil
             crashPlan = spool.crashPlan
             self.publishedRecords = publishedRecords
+            self.markedPart = markedPart
+            key = spool.recordKey
         }
 
         /// The same filing under another status (its `file` names filled in on the worker).
@@ -98,11 +106,29 @@ final class SpoolFiling: WorkerTask {
                     for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
                 }
                 if let statePath { try? FileSystem.removeIfPresent(statePath) }
+                removeOwnerMarks(claim: inode)
                 return .filed(filed)
             } catch {
                 try? FileSystem.removeIfPresent(temp)
                 let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
                 return error.code == ENOENT && !stillHere ? .left : .failed(error)
+            }
+        }
+
+        /// The owner marks (OwnerMark) of the job's published files, removed once it is filed, as
+        /// its records are: from then on the files are no job's, and a job file that gets this
+        /// one's inode again under its name is another job. The completing part's through its
+        /// descriptor (one fremovexattr(2)); the others' (published earlier, or found finished)
+        /// by name, each only if its mark is this job's. A crash between the move and this leaves
+        /// a mark, which proves nothing to a job file of another inode.
+        private func removeOwnerMarks(claim: UInt64) {
+            let owner = PartOwner(job: status.job, claim: claim)
+            for (index, download) in status.downloads.enumerated() where download.state == .done {
+                if let markedPart, markedPart.download == index {
+                    try? markedPart.file.removeAttribute(OwnerMark.attribute)
+                } else if let file = download.file {
+                    PartFile.removeMark(ofPublished: file, owner: owner, key: key)
+                }
             }
         }
     }

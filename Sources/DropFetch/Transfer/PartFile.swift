@@ -248,14 +248,32 @@ final class PartFile {
     }
 
     /// Removes the resume records a filed job left beside its published files (a crash between
-    /// filing and the record's removal), when they name that job.
+    /// filing and the record's removal), when they name that job, and the files' owner marks.
     static func removeRecords(of filed: StatusRecord, owner: PartOwner, key: RecordKey?) {
         for download in filed.downloads where download.state == .done {
             guard let file = download.file,
                   let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: file), create: false) else { continue }
             let recordName = ResumeRecord.name(forPart: partName(for: FileSystem.baseName(of: file)))
             if readRecord(recordName, in: folder, key: key)?.isOwned(by: owner) == true { try? folder.removeIfPresent(recordName) }
+            removeMark(of: FileSystem.baseName(of: file), in: folder, owner: owner, key: key)
         }
+    }
+
+    /// Removes the owner mark from file `name` (fremovexattr(2)) if it is `owner`'s (its seal
+    /// verifies for that file under `key`): a filed job's published file. Once its job is filed the
+    /// file is no job's, as its record is gone: a later job file of the same name that gets the
+    /// filed one's inode again (ext4 hands freed inodes out at once) must not take it for its own.
+    static func removeMark(of name: String, in folder: DirectoryHandle, owner: PartOwner, key: RecordKey?) {
+        guard let file = try? folder.open(name, flags: O_RDONLY | O_NONBLOCK), let info = try? file.status(),
+              (info.st_mode & S_IFMT) == S_IFREG,
+              OwnerMark.read(from: file, part: UInt64(info.st_ino), key: key) == owner else { return }
+        try? file.removeAttribute(OwnerMark.attribute)
+    }
+
+    /// `removeMark` of the published file at `path` (a status file's `file`).
+    static func removeMark(ofPublished path: String, owner: PartOwner, key: RecordKey?) {
+        guard let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: path), create: false) else { return }
+        removeMark(of: FileSystem.baseName(of: path), in: folder, owner: owner, key: key)
     }
 
     /// Writes a record back under `name` (a filing that could not finish removed it too early).
