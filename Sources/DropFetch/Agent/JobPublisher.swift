@@ -143,7 +143,7 @@ final class JobPublisher: AgentPart {
         let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
         let filing = SpoolFiling.Request(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
                                          publishedRecords: published + (part.hasRecordFile ? [(part.folder, part.recordName)] : []),
-                                         removesState: job.stateFileMayExist, markedPart: (part.file, index))
+                                         removesState: job.stateFileMayExist, markedPart: (part.file, index, part.folder))
         let item = JobCompletion.Item(data: part.file, publication: publication.request, index: index, filing: filing,
                                       spoolFolders: spoolFolders)
         table.committing(job)

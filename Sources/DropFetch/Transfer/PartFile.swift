@@ -263,17 +263,27 @@ final class PartFile {
     /// verifies for that file under `key`): a filed job's published file. Once its job is filed the
     /// file is no job's, as its record is gone: a later job file of the same name that gets the
     /// filed one's inode again (ext4 hands freed inodes out at once) must not take it for its own.
-    static func removeMark(of name: String, in folder: DirectoryHandle, owner: PartOwner, key: RecordKey?) {
+    /// Returns the file, still open, when its mark was removed (`restoreMark` puts it back).
+    @discardableResult
+    static func removeMark(of name: String, in folder: DirectoryHandle, owner: PartOwner, key: RecordKey?) -> FileDescriptor? {
         guard let file = try? folder.open(name, flags: O_RDONLY | O_NONBLOCK), let info = try? file.status(),
               (info.st_mode & S_IFMT) == S_IFREG,
-              OwnerMark.read(from: file, part: UInt64(info.st_ino), key: key) == owner else { return }
-        try? file.removeAttribute(OwnerMark.attribute)
+              OwnerMark.read(from: file, part: UInt64(info.st_ino), key: key) == owner,
+              (try? file.removeAttribute(OwnerMark.attribute)) != nil else { return nil }
+        return file
     }
 
     /// `removeMark` of the published file at `path` (a status file's `file`).
-    static func removeMark(ofPublished path: String, owner: PartOwner, key: RecordKey?) {
-        guard let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: path), create: false) else { return }
-        removeMark(of: FileSystem.baseName(of: path), in: folder, owner: owner, key: key)
+    @discardableResult
+    static func removeMark(ofPublished path: String, owner: PartOwner, key: RecordKey?) -> FileDescriptor? {
+        guard let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: path), create: false) else { return nil }
+        return removeMark(of: FileSystem.baseName(of: path), in: folder, owner: owner, key: key)
+    }
+
+    /// Marks `file` as `owner`'s again (a filing that removed the marks could not finish).
+    static func restoreMark(on file: FileDescriptor, owner: PartOwner, key: RecordKey) {
+        guard let info = try? file.status() else { return }
+        try? file.setAttribute(OwnerMark.attribute, to: OwnerMark.value(for: owner, part: UInt64(info.st_ino), key: key))
     }
 
     /// Writes a record back under `name` (a filing that could not finish removed it too early).
