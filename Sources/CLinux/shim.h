@@ -4,6 +4,7 @@
 #include <sys/vfs.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/xattr.h>
 #include <signal.h>
 #include <errno.h>
 

@@ -145,7 +145,10 @@ final class JobFiler: AgentPart {
                 let size = part.size
                 let cuts = part.cuts
                 context.groupCommit.sync([.data(part.file)]) { [table] error in
-                    guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part else { return }
+                    // Not once the part is being published: its filing names the record file to
+                    // remove only if it exists by then (a new part has none until needed).
+                    guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part,
+                          job.downloads[unit.download].phase != .publishing, !table.isCommitting(job) else { return }
                     try? part.recordDurable(size, cuts: cuts)
                 }
             }

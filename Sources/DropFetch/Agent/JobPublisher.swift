@@ -103,7 +103,7 @@ final class JobPublisher: AgentPart {
         let effects = job.apply(.published(file: part.folder.path + "/" + target, result: result), to: index)
         job.releasePart(of: index)
         // The record proves the published file is this job's until the job's own record says so.
-        job.notePublished((part.folder, part.recordName, part.record), for: index)
+        job.notePublished(part.hasRecordFile ? (part.folder, part.recordName, part.record) : nil, for: index)
         guard settle else { return }
         crashPlan?.reach(.published)
         runner.carryOut(effects, job, index)
@@ -141,8 +141,8 @@ final class JobPublisher: AgentPart {
         }
         let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
         let filing = SpoolFiling.Request(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
-                                         publishedRecords: published + [(part.folder, part.recordName)],
-                                         removesState: job.stateFileMayExist)
+                                         publishedRecords: published + (part.hasRecordFile ? [(part.folder, part.recordName)] : []),
+                                         removesState: job.stateFileMayExist, markedPart: (part.file, index, part.folder))
         let item = JobCompletion.Item(data: part.file, publication: publication.request, index: index, filing: filing,
                                       spoolFolders: spoolFolders)
         table.committing(job)

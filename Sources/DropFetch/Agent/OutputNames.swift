@@ -58,16 +58,21 @@ final class OutputNames: AgentPart {
         return Failure(kind, "cannot use the folder for dir=\(dir ?? ""): \(error)")
     }
 
-    /// Whether `name` is the published file of `owner`: its `.part` is gone and the record left
-    /// beside the name says this job wrote the file with that inode.
+    /// Whether `name` is the published file of `owner`: its `.part` is gone and the owner sealed
+    /// on the file itself (OwnerMark, which the rename kept), or else the record left beside the
+    /// name, says this job wrote the file with that inode. The mark first: every part has one
+    /// where the file system keeps user attributes, and one that names another job settles it
+    /// (a record beside it describes this file only if its part's owner wrote it).
     static func isPublished(_ name: String, _ final: stat, in folder: DirectoryHandle, by owner: PartOwner,
                             key: RecordKey) throws(SystemError) -> Bool {
         let partName = PartFile.partName(for: name)
-        guard try folder.status(partName) == nil,
-              let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder, key: key),
-              record.isOwned(by: owner), record.part == UInt64(final.st_ino),
-              (final.st_mode & S_IFMT) == S_IFREG else { return false }
-        return true
+        guard (final.st_mode & S_IFMT) == S_IFREG, try folder.status(partName) == nil else { return false }
+        let inode = UInt64(final.st_ino)
+        if let marked = PartFile.readMark(name, in: folder, key: key), marked.part == inode {
+            return marked.isOwned(by: owner)
+        }
+        guard let record = PartFile.readRecord(ResumeRecord.name(forPart: partName), in: folder, key: key) else { return false }
+        return record.isOwned(by: owner) && record.part == inode
     }
 
     /// The lower-case hex SHA-256 of the `final.st_size` bytes of file `name`.

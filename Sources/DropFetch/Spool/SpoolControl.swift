@@ -175,14 +175,17 @@ public enum SpoolControl {
     }
 
     /// Removes the `.part` files (and records) among the names a download may have taken that
-    /// this job owns; another job's data of the same name is left alone.
-    /// `key` checks the records' seals where this user may read it; without it a record is read
-    /// unchecked, which can only make this remove a hidden `.part` in the destination.
+    /// this job owns (by its record or the owner marked on the part); another job's data of the
+    /// same name is left alone. `key` checks the seals where this user may read it; without it a
+    /// record or mark is read unchecked, which can only make this remove a hidden `.part` in the destination.
     private static func discardParts(of name: String, in folder: DirectoryHandle, ownedBy owner: PartOwner, key: RecordKey?) {
         for candidate in OutputNames.variants(of: name).prefix(100) {
             let part = PartFile.partName(for: candidate)
             let recordName = ResumeRecord.name(forPart: part)
-            guard let record = PartFile.readRecord(recordName, in: folder, key: key) else { continue }
+            // A file the job published: no job's once it is filed (as its record, removed below).
+            PartFile.removeMark(of: candidate, in: folder, owner: owner, key: key)
+            // The record, else the owner marked on the part (a part with no record yet).
+            guard let record = PartFile.readOwner(ofPart: part, in: folder, key: key) else { continue }
             if record.isOwned(by: owner) {
                 try? folder.removeIfPresent(part)
                 try? folder.removeIfPresent(recordName)

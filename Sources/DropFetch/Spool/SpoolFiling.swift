@@ -31,7 +31,7 @@ final class SpoolFiling: WorkerTask {
         self.status = status
         self.outcome = outcome
         request = Request(status, as: outcome, from: source, claim: claim, in: spool, publishedRecords: publishedRecords,
-                          removesState: removesState)
+                          removesState: removesState, markedPart: nil)
         temp = request.temp
     }
 
@@ -58,11 +58,17 @@ final class SpoolFiling: WorkerTask {
         /// The resume records left beside published files: removed once the status is in place
         /// (recovery then completes the filing from the status), restored by the loop if the job left.
         let publishedRecords: [(folder: DirectoryHandle, name: String)]
+        /// The part of the download whose completion this filing ends (`JobCompletion`), still
+        /// open, and its folder: its owner mark is removed through it once the job is filed.
+        let markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)?
+        /// Checks the owner marks of the job's other published files before they are removed.
+        let key: RecordKey?
 
         /// The filing of the job file at `source` under `status`, planned on the loop (the record
         /// numbers the spool remembers are the loop's).
         init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
-             publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true) {
+             publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
+             markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil) {
             self.source = source
             self.status = status
             self.outcome = outcome
@@ -73,6 +79,8 @@ final class SpoolFiling: WorkerTask {
             statePath = removesState ? spool.statePath(for: FileSystem.baseName(of: source)) : nil
             crashPlan = spool.crashPlan
             self.publishedRecords = publishedRecords
+            self.markedPart = markedPart
+            key = spool.recordKey
         }
 
         /// The same filing under another status (its `file` names filled in on the worker).
@@ -93,17 +101,48 @@ final class SpoolFiling: WorkerTask {
                 }
             }
             let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
+            let owner = PartOwner(job: status.job, claim: inode)
+            var unmarked: [FileDescriptor] = []
             do {
                 let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
                     for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
+                    unmarked += removeOwnerMarks(of: owner)
                 }
                 if let statePath { try? FileSystem.removeIfPresent(statePath) }
                 return .filed(filed)
             } catch {
+                // Not filed after all: the files are still the job's (the loop puts its records back).
+                if let key { for file in unmarked { PartFile.restoreMark(on: file, owner: owner, key: key) } }
                 try? FileSystem.removeIfPresent(temp)
                 let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
                 return error.code == ENOENT && !stillHere ? .left : .failed(error)
             }
+        }
+
+        /// The owner marks (OwnerMark) of the job's published files, removed with its records once
+        /// its status is in place (a crash after that is completed by recovery from the status,
+        /// which removes what is left: PartFile.removeRecords): from then on the files are no
+        /// job's, and a job file that gets this one's inode again under its name is another job.
+        /// The completing part's through its descriptor (one fremovexattr(2)); the others'
+        /// (published earlier, or found finished) by name, each only if its mark is this job's.
+        /// Returns the files whose marks it removed, still open.
+        private func removeOwnerMarks(of owner: PartOwner) -> [FileDescriptor] {
+            var unmarked: [FileDescriptor] = []
+            for (index, download) in status.downloads.enumerated() where download.state == .done {
+                if let markedPart, markedPart.download == index {
+                    // Where the part's folder keeps no user attribute, its owner was in its record alone.
+                    guard !markedPart.folder.refusesUserAttributes else { continue }
+                    do {
+                        try markedPart.file.removeAttribute(OwnerMark.attribute)
+                        unmarked.append(markedPart.file)
+                    } catch {
+                        if OwnerMark.refusesFolder(error) { markedPart.folder.noteUserAttributesRefused() }
+                    }
+                } else if let file = download.file, let opened = PartFile.removeMark(ofPublished: file, owner: owner, key: key) {
+                    unmarked.append(opened)
+                }
+            }
+            return unmarked
         }
     }
 }

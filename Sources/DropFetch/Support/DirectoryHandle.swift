@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import Synchronization
 
 /// An open folder through which every file below it is reached with the *at(2) calls, one path
 /// component at a time and never through a symlink (docs/security.md: paths are descriptors).
@@ -16,6 +17,9 @@ final class DirectoryHandle: Sendable {
     let components: [String]
     let device: UInt64
     let inode: UInt64
+    /// Set once a file here refused a user extended attribute (ENOTSUP on NFS without them, EPERM
+    /// or EACCES): the next ones are not asked (PartFile's owner mark).
+    private let attributesRefused = Atomic<Bool>(false)
 
     private init(descriptor: Int32, path: String, components: [String]) throws(SystemError) {
         self.descriptor = descriptor
@@ -82,6 +86,13 @@ final class DirectoryHandle: Sendable {
 
     static func isPlainComponent(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/")
+    }
+
+    /// Whether files in this folder were seen to refuse user extended attributes.
+    var refusesUserAttributes: Bool { attributesRefused.load(ordering: .relaxed) }
+
+    func noteUserAttributesRefused() {
+        attributesRefused.store(true, ordering: .relaxed)
     }
 
     // MARK: - Files in this folder

@@ -131,6 +131,36 @@ final class FileDescriptor: Sendable {
         }
     }
 
+    // MARK: - Extended attributes
+
+    /// Sets the extended attribute `name` (`user.…`) to `value` (fsetxattr(2)).
+    func setAttribute(_ name: String, to value: [UInt8]) throws(SystemError) {
+        _ = try retryingEINTR("fsetxattr \(name)", path) {
+            value.withUnsafeBytes { fsetxattr(rawValue, name, $0.baseAddress, $0.count, 0) }
+        }
+    }
+
+    /// The value of the extended attribute `name` (fgetxattr(2)), at most `limit` bytes (a longer
+    /// one is ERANGE); nil when the file has none (ENODATA).
+    func attribute(_ name: String, limit: Int) throws(SystemError) -> [UInt8]? {
+        var value = [UInt8](repeating: 0, count: limit)
+        let result: Result<Int?, SystemError> = value.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemError) in
+                try retryingEINTR("fgetxattr \(name)", path, tolerating: ENODATA) {
+                    fgetxattr(rawValue, name, buffer.baseAddress, buffer.count)
+                }
+            }
+        }
+        guard let length = try result.get() else { return nil }
+        value.removeLast(value.count - length)
+        return value
+    }
+
+    /// Removes the extended attribute `name` (fremovexattr(2)); a missing one is not an error.
+    func removeAttribute(_ name: String) throws(SystemError) {
+        _ = try retryingEINTR("fremovexattr \(name)", path, tolerating: ENODATA) { fremovexattr(rawValue, name) }
+    }
+
     /// Takes an exclusive flock(2) without blocking; false when another process holds it.
     func tryLockExclusive() throws(SystemError) -> Bool {
         try retryingEINTR("flock", path, tolerating: EWOULDBLOCK) { flock(rawValue, LOCK_EX | LOCK_NB) } != nil

@@ -3,7 +3,11 @@ import Glibc
 
 /// A download's hidden `.<file>.part` and its resume record, reached through the folder's
 /// descriptor. Holding one means owning the name: it was created with O_EXCL for its owner job,
-/// or reopened because its record names that job (docs/spool.md, invariant 6).
+/// or reopened because its record, or the owner sealed on the part itself (OwnerMark), names
+/// that job (docs/spool.md, invariant 6). A new part gets its record file only when one is
+/// needed: the first checkpoint, a hold, a failure, validators that must be on disk before the
+/// body; until then its mark alone proves whose it is (or, where the file system keeps no user
+/// attributes, the record is written at once).
 final class PartFile {
     /// How `reserve` ended.
     enum Reservation {
@@ -59,10 +63,11 @@ final class PartFile {
         "." + FileName.shortened(finalName, maxBytes: 200) + ".part"
     }
 
-    /// Takes the `.part` of `finalName` for `owner`: created with O_EXCL (openat(2)) and its record
-    /// written, or reopened when its record names this owner. `adoptUnrecorded` takes a part that
-    /// has no readable record (a power loss before it reached the disk) when the owner's own state
-    /// names this file. Anything planted under the name that is not a plain file is unlinked.
+    /// Takes the `.part` of `finalName` for `owner`: created with O_EXCL (openat(2)) and its owner
+    /// sealed on it (OwnerMark; a record file where the file system refuses that), or reopened when
+    /// its record or its mark names this owner. `adoptUnrecorded` takes a part that has neither (a
+    /// power loss before they reached the disk) when the owner's own state names this file.
+    /// Anything planted under the name that is not a plain file is unlinked.
     ///
     /// Where the spool is shared through a network file system, another agent's part can come and
     /// go under the name while it is looked at (and a GlusterFS mount shows a name another mount
@@ -85,12 +90,17 @@ final class PartFile {
             }
             let created: stat
             do {
-                _ = try retryingEINTR("fchmod", file.path) { fchmod(file.rawValue, mode_t(mode)) }
                 created = try file.status()
-                // Another agent that found the name before this lock (no record, no lock yet) took
-                // it for a crash's leftover and removed it, maybe to create its own: the part is
-                // ours only if it is still under the name once locked. Without this check both
-                // wrote one record and one published the other's bytes (seen on GlusterFS).
+                // `mode` whatever the umask (docs/config.md `file_mode`): fchmod(2) only when the
+                // umask or a default ACL of the folder took bits away.
+                if created.st_mode & 0o7777 != mode_t(mode) {
+                    _ = try retryingEINTR("fchmod", file.path) { fchmod(file.rawValue, mode_t(mode)) }
+                }
+                // Another agent that found the name before this lock (no record, no mark, no lock
+                // yet) took it for a crash's leftover and removed it, maybe to create its own: the
+                // part is ours only if it is still under the name once locked (flock(2) succeeds on
+                // a file that is gone). Without this check both wrote one record and one published
+                // the other's bytes (seen on GlusterFS).
                 guard try file.tryLockExclusive(), let current = try folder.status(name),
                       current.st_ino == created.st_ino, current.st_dev == created.st_dev else { continue }
             } catch where isGone(error) {
@@ -99,7 +109,9 @@ final class PartFile {
             let part = PartFile(folder: folder, finalName: finalName, name: name, file: file,
                                 record: ResumeRecord(owner: owner.job, claim: owner.claim, part: UInt64(created.st_ino)),
                                 size: 0, durable: durable, key: key)
-            try part.writeRecord()
+            // Locked and still under the name: the mark makes it this owner's across a crash. A
+            // crash before it leaves a part no one owns, which the next reservation clears.
+            if try !part.markOwner(owner) { try part.writeRecord() }
             return .ours(part)
         }
         return .taken(by: "another process (the name kept changing while it was looked at)")
@@ -113,7 +125,9 @@ final class PartFile {
 
     /// `reserve` when the name is taken: the part is another job's (`taken`), this owner's
     /// (reopened), or nobody's (removed, and nil is returned to look again; nil also when the
-    /// name changed while it was looked at).
+    /// name changed while it was looked at). Its owner is the one its sealed record names when the
+    /// record describes this file, else the one sealed on the file itself (OwnerMark: a part with
+    /// no resumable bytes), else the one an older record names; with none of them it is nobody's.
     private static func reserveExisting(_ name: String, in folder: DirectoryHandle, for owner: PartOwner, durable: Bool,
                                         key: RecordKey, adoptUnrecorded: Bool, finalName: String) throws(SystemError) -> Reservation? {
         guard let info = try folder.status(name) else { return nil }
@@ -123,7 +137,7 @@ final class PartFile {
             try folder.removeIfPresent(name)
             return nil
         }
-        // The record first: a part has a second link for a moment while its owner publishes it
+        // The owner first: a part has a second link for a moment while its owner publishes it
         // (link(2) + unlink(2) where RENAME_NOREPLACE is missing), and removing it then made the
         // owner's publish fail.
         let recordName = ResumeRecord.name(forPart: name)
@@ -137,7 +151,22 @@ final class PartFile {
             if try folder.listedInodes([recordName])[recordName] == inode { try folder.removeIfPresent(recordName) }
             return nil
         }
-        let record = found?.record
+        var record = found?.record
+        // Opened (and its status taken) before the owner is known only when the mark must be read.
+        var opened: (file: FileDescriptor, info: stat)?
+        if record?.part != UInt64(info.st_ino) {
+            do {
+                let file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
+                let status = try file.status()
+                guard (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+                opened = (file, status)
+            } catch where error.code == ELOOP || isGone(error) {
+                return nil
+            }
+            if let opened, let marked = OwnerMark.read(from: opened.file, part: UInt64(opened.info.st_ino), key: key) {
+                record = ResumeRecord(owner: marked.job, claim: marked.claim, part: UInt64(opened.info.st_ino))
+            }
+        }
         if let record, !record.isOwned(by: owner) { return .taken(by: record.owner) }
         if info.st_nlink != 1 {
             // Planted, or a publish that a crash interrupted: removed, never written through.
@@ -145,36 +174,42 @@ final class PartFile {
             return nil
         }
         let file: FileDescriptor
+        let status: stat
         do {
-            file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
-        } catch where error.code == ELOOP || error.code == ENOENT {
-            return nil
-        }
-        let opened: stat
-        do {
-            opened = try file.status()
-            guard (opened.st_mode & S_IFMT) == S_IFREG, opened.st_nlink == 1 else { return nil }
+            if let opened {
+                (file, status) = opened
+            } else {
+                file = try folder.open(name, flags: O_RDWR | O_NONBLOCK)
+                status = try file.status()
+            }
+            guard (status.st_mode & S_IFMT) == S_IFREG, status.st_nlink == 1 else { return nil }
             guard try file.tryLockExclusive() else { return .taken(by: "another process") }
-        } catch where isGone(error) {
+        } catch where error.code == ELOOP || isGone(error) {
             return nil
         }
         if record == nil, !adoptUnrecorded {
-            // No owner and no writer (the creator takes the lock before the record exists):
-            // planted or left by a crash, so it is replaced, never written through.
-            try removeUnowned(name, inode: UInt64(opened.st_ino), recordKnown: false, in: folder)
+            // No owner and no writer (the creator takes the lock before it marks the part or
+            // writes its record): planted or left by a crash, so it is replaced, never written through.
+            try removeUnowned(name, inode: UInt64(status.st_ino), recordKnown: false, in: folder)
             return nil
         }
-        let inode = UInt64(opened.st_ino)
+        let inode = UInt64(status.st_ino)
         var kept = record ?? ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
         if kept.part != inode {
             // The record describes an earlier file of this name: nothing in it can be trusted.
             kept = ResumeRecord(owner: owner.job, claim: owner.claim, part: inode)
         }
         let part = PartFile(folder: folder, finalName: finalName, name: name, file: file, record: kept,
-                            size: Int64(opened.st_size), durable: durable, key: key)
+                            size: Int64(status.st_size), durable: durable, key: key)
         try? folder.removeIfPresent(part.recordTempName)
         if let found, kept == found.record { part.recordFile = (found.inode, found.size, found.record) }
-        if record == nil || kept != record { try part.writeRecord() }
+        // A record file that does not hold what is kept (an earlier file's) is replaced; a part
+        // its mark alone proves keeps going without one, as a new part does.
+        if let found, kept != found.record {
+            try part.writeRecord()
+        } else if found == nil, record == nil {
+            if try !part.markOwner(owner) { try part.writeRecord() }
+        }
         return .ours(part)
     }
 
@@ -195,15 +230,60 @@ final class PartFile {
         return true
     }
 
+    /// The owner sealed on file `name` (a `.part`, or a file published from one: rename(2) keeps
+    /// the mark) as a record with no resumable bytes, no validator; nil when it is not a plain file
+    /// or carries no mark that verifies for it (`key`; nil reads it unchecked, as `readRecord`).
+    static func readMark(_ name: String, in folder: DirectoryHandle, key: RecordKey?) -> ResumeRecord? {
+        // A file of the destination: a FIFO swapped in must not block the open (O_NONBLOCK).
+        guard let file = try? folder.open(name, flags: O_RDONLY | O_NONBLOCK), let info = try? file.status(),
+              (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let inode = UInt64(info.st_ino)
+        return OwnerMark.read(from: file, part: inode, key: key).map { ResumeRecord(owner: $0.job, claim: $0.claim, part: inode) }
+    }
+
+    /// Who owns the `.part` `name` as the disk shows it: its sealed record, else the owner marked
+    /// on the part itself (`readMark`); nil when neither says.
+    static func readOwner(ofPart name: String, in folder: DirectoryHandle, key: RecordKey?) -> ResumeRecord? {
+        readRecord(ResumeRecord.name(forPart: name), in: folder, key: key) ?? readMark(name, in: folder, key: key)
+    }
+
     /// Removes the resume records a filed job left beside its published files (a crash between
-    /// filing and the record's removal), when they name that job.
+    /// filing and the record's removal), when they name that job, and the files' owner marks.
     static func removeRecords(of filed: StatusRecord, owner: PartOwner, key: RecordKey?) {
         for download in filed.downloads where download.state == .done {
             guard let file = download.file,
                   let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: file), create: false) else { continue }
             let recordName = ResumeRecord.name(forPart: partName(for: FileSystem.baseName(of: file)))
             if readRecord(recordName, in: folder, key: key)?.isOwned(by: owner) == true { try? folder.removeIfPresent(recordName) }
+            removeMark(of: FileSystem.baseName(of: file), in: folder, owner: owner, key: key)
         }
+    }
+
+    /// Removes the owner mark from file `name` (fremovexattr(2)) if it is `owner`'s (its seal
+    /// verifies for that file under `key`): a filed job's published file. Once its job is filed the
+    /// file is no job's, as its record is gone: a later job file of the same name that gets the
+    /// filed one's inode again (ext4 hands freed inodes out at once) must not take it for its own.
+    /// Returns the file, still open, when its mark was removed (`restoreMark` puts it back).
+    @discardableResult
+    static func removeMark(of name: String, in folder: DirectoryHandle, owner: PartOwner, key: RecordKey?) -> FileDescriptor? {
+        guard let file = try? folder.open(name, flags: O_RDONLY | O_NONBLOCK), let info = try? file.status(),
+              (info.st_mode & S_IFMT) == S_IFREG,
+              OwnerMark.read(from: file, part: UInt64(info.st_ino), key: key) == owner,
+              (try? file.removeAttribute(OwnerMark.attribute)) != nil else { return nil }
+        return file
+    }
+
+    /// `removeMark` of the published file at `path` (a status file's `file`).
+    @discardableResult
+    static func removeMark(ofPublished path: String, owner: PartOwner, key: RecordKey?) -> FileDescriptor? {
+        guard let folder = try? DirectoryHandle.openRoot(FileSystem.directoryName(of: path), create: false) else { return nil }
+        return removeMark(of: FileSystem.baseName(of: path), in: folder, owner: owner, key: key)
+    }
+
+    /// Marks `file` as `owner`'s again (a filing that removed the marks could not finish).
+    static func restoreMark(on file: FileDescriptor, owner: PartOwner, key: RecordKey) {
+        guard let info = try? file.status() else { return }
+        try? file.setAttribute(OwnerMark.attribute, to: OwnerMark.value(for: owner, part: UInt64(info.st_ino), key: key))
     }
 
     /// Writes a record back under `name` (a filing that could not finish removed it too early).
@@ -321,6 +401,23 @@ final class PartFile {
     func saveRecord() throws(SystemError) {
         try writeRecord()
     }
+
+    /// Seals `owner` onto the part (OwnerMark, fsetxattr(2)); false where the file system keeps no
+    /// user attribute (then the record file must prove the owner, and is written at once).
+    private func markOwner(_ owner: PartOwner) throws(SystemError) -> Bool {
+        guard !folder.refusesUserAttributes else { return false }
+        do {
+            try file.setAttribute(OwnerMark.attribute, to: OwnerMark.value(for: owner, part: record.part, key: key))
+            return true
+        } catch where OwnerMark.isRefusal(error) {
+            if OwnerMark.refusesFolder(error) { folder.noteUserAttributesRefused() }
+            return false
+        }
+    }
+
+    /// Whether this part has a record file (written or read by it): until its first checkpoint,
+    /// hold or failure a new part has none, and nothing is removed for it when it is filed.
+    var hasRecordFile: Bool { recordFile != nil }
 
     /// Whether the record on disk vouches for data (it names a validator): a new response must
     /// then be recorded before its body is written, or the old validator would cover new bytes.

@@ -27,10 +27,16 @@ struct RecordKey: Sendable, Equatable {
 
     /// Whether `mac` is the seal of `message` (compared in constant time).
     func verifies(_ mac: [UInt8], of message: [UInt8]) -> Bool {
-        let expected = seal(message)
-        guard mac.count == expected.count else { return false }
+        verifies(mac, of: message, truncatedTo: 32)
+    }
+
+    /// Whether `mac` is the first `length` bytes (16 or more) of the seal of `message`: a short
+    /// seal, as HMAC-SHA-256-128 of RFC 4868, where a forger has one chance in 2^128 a try.
+    func verifies(_ mac: [UInt8], of message: [UInt8], truncatedTo length: Int) -> Bool {
+        let expected = seal(message).prefix(length)
+        guard length >= 16, mac.count == length, expected.count == length else { return false }
         var difference: UInt8 = 0
-        for index in 0..<mac.count { difference |= mac[index] ^ expected[index] }
+        for (byte, wanted) in zip(mac, expected) { difference |= byte ^ wanted }
         return difference == 0
     }
 

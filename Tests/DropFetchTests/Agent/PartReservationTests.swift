@@ -47,7 +47,7 @@ struct PartReservationTests {
         try FileManager.default.contentsOfDirectory(atPath: path).sorted()
     }
 
-    @Test("the .part and its record are created in the subfolder, which is created; a second job takes a.1.bin under rename")
+    @Test("the .part is created in the subfolder, which is created, its owner marked on it; a second job takes a.1.bin under rename")
     func reservesAndRenames() throws {
         let (root, path) = try makeRoot()
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -58,7 +58,9 @@ struct PartReservationTests {
             return
         }
         #expect(part.path == path + "/sub/.a.bin.part")
-        #expect(try files(in: path + "/sub") == [part.name, part.recordName].sorted())
+        // The owner is sealed on the part; its record file waits for the first checkpoint.
+        #expect(try files(in: path + "/sub") == [part.name])
+        #expect(PartFile.readMark(part.name, in: part.folder, key: RecordKey(bytes: Array(repeating: 9, count: 32)))?.owner == "x.url")
 
         let second = reservation(root, job: "y.url", claim: 2, subfolder: "sub")
         _ = second.perform()
@@ -95,7 +97,7 @@ struct PartReservationTests {
         #expect(name == "x.url")
     }
 
-    @Test("a reservation whose job was cancelled meanwhile removes its .part and record; one whose job was held keeps them")
+    @Test("a reservation whose job was cancelled meanwhile removes its .part; one whose job was held keeps it, its owner marked on it")
     func releaseOfALeftJob() throws {
         let (root, path) = try makeRoot()
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -111,6 +113,7 @@ struct PartReservationTests {
             Issue.record("not reserved: \(held.choice)")
             return
         }
-        #expect(try files(in: path) == [part.name, part.recordName].sorted())
+        #expect(try files(in: path) == [part.name])
+        #expect(PartFile.readMark(part.name, in: part.folder, key: RecordKey(bytes: Array(repeating: 9, count: 32)))?.owner == "x.url")
     }
 }

@@ -97,22 +97,40 @@ struct DiskFullTests {
         #expect(fixture.destinationNames() == ["big.bin", "small.bin"])
     }
 
-    @Test("a destination too full to take the name (its resume record): the job waits with no_space, then is done")
-    func fullDiskBeforeTheName() throws {
-        let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(20_000, seed: 9_700)
-        server.serve("/f.bin", body: body)
-        let fixture = try SpoolFixture()
-        let disk = try TmpfsMount(at: fixture.destination, size: "1m")
-        defer { disk.unmount(); withExtendedLifetime(fixture) {} }
-        // Not one block left: the `.part` can be created, its resume record cannot be written.
-        let filler = fixture.destination + "/filler"
+    /// Fills the tmpfs at `path` with `filler` (created, written until ENOSPC); with `inodes`,
+    /// also creates empty files until no inode is left. Returns the files to remove for room.
+    private static func fill(_ path: String, inodes: Bool) -> [String] {
+        let filler = path + "/filler"
         let descriptor = open(filler, O_WRONLY | O_CREAT, 0o644)
         #expect(descriptor >= 0)
         let zeros = [UInt8](repeating: 0, count: 4096)
         while write(descriptor, zeros, zeros.count) > 0 {}
         #expect(errno == ENOSPC)
         close(descriptor)
+        var made = [filler]
+        while inodes {
+            let name = path + "/inode\(made.count)"
+            let created = open(name, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            if created < 0 {
+                #expect(errno == ENOSPC)
+                break
+            }
+            close(created)
+            made.append(name)
+        }
+        return made
+    }
+
+    @Test("a destination too full to take the name (no inode left for the .part): the job waits with no_space, fetching nothing, then is done")
+    func fullDiskBeforeTheName() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(20_000, seed: 9_700)
+        server.serve("/f.bin", body: body)
+        let fixture = try SpoolFixture()
+        let disk = try TmpfsMount(at: fixture.destination, size: "1m", inodes: 16)
+        defer { disk.unmount(); withExtendedLifetime(fixture) {} }
+        // Not one block and not one inode left: the `.part` cannot be created.
+        let fillers = Self.fill(fixture.destination, inodes: true)
 
         try fixture.startDaemon()
         try fixture.drop("f.url", server.url("/f.bin") + "\n")
@@ -123,7 +141,33 @@ struct DiskFullTests {
         #expect(fixture.jobs(in: "work/test-agent") == ["f.url"])
         #expect(server.requests(to: "/f.bin").isEmpty)
 
-        try FileManager.default.removeItem(atPath: filler)
+        for filler in fillers { try FileManager.default.removeItem(atPath: filler) }
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["f.url"] }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+        #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
+        #expect(fixture.downloaded("f.bin") == body)
+        #expect(fixture.destinationNames() == ["f.bin"])
+    }
+
+    @Test("no block left but inodes: the name is taken (its owner mark needs no block), the data waits with no_space, never failing, then is done")
+    func fullDiskAfterTheName() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(20_000, seed: 9_701)
+        server.serve("/f.bin", body: body)
+        let fixture = try SpoolFixture()
+        let disk = try TmpfsMount(at: fixture.destination, size: "1m")
+        defer { disk.unmount(); withExtendedLifetime(fixture) {} }
+        let fillers = Self.fill(fixture.destination, inodes: false)
+
+        try fixture.startDaemon()
+        try fixture.drop("f.url", server.url("/f.bin") + "\n")
+        #expect(try waitUntil { Self.stateError(fixture, "f.url")?.kind == .noSpace }, "\(fixture.log)")
+        #expect(try waitUntil { fixture.log.components(separatedBy: "no_space").count > 5 }, "\(fixture.log)")
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "work/test-agent") == ["f.url"])
+        #expect(!FileManager.default.fileExists(atPath: fixture.destination + "/f.bin"))
+
+        for filler in fillers { try FileManager.default.removeItem(atPath: filler) }
         #expect(try waitUntil { fixture.jobs(in: "done") == ["f.url"] }, "\(fixture.log)")
         #expect(try fixture.stopDaemon() == 0)
         #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
@@ -163,11 +207,12 @@ final class TmpfsMount {
     let path: String
     private var mounted = true
 
-    init(at path: String, size: String) throws {
+    init(at path: String, size: String, inodes: Int? = nil) throws {
         self.path = path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0755") == 0 else {
-            throw TmpfsError.failed("mount tmpfs size=\(size) on \(path)", errno)
+        let options = "size=\(size),mode=0755" + (inodes.map { ",nr_inodes=\($0)" } ?? "")
+        guard mount("tmpfs", path, "tmpfs", 0, options) == 0 else {
+            throw TmpfsError.failed("mount tmpfs \(options) on \(path)", errno)
         }
     }
 

@@ -37,6 +37,7 @@ struct PartFileTests {
         let (folder, path) = try makeFolder()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let part = try reserve(in: folder)
+        try part.checkpoint()
         let before = try #require(try folder.status(part.recordName))
         for round in 1...5 {
             try part.file.write(Array(repeating: 7, count: 10))
@@ -157,5 +158,229 @@ struct PartFileTests {
         #expect(folder(["HOME": "relative", "XDG_STATE_HOME": "also-relative"]) == folder([:]))
         let home = getpwuid(geteuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } }
         #expect(folder([:]) == home.map { $0 + "/.local/state/dropfetch" })
+    }
+    // MARK: - The owner marked on the part (issue 23: no record file until one is needed)
+
+    private static let other = PartOwner(job: "b.url", claim: 2)
+
+    private func reserve(_ owner: PartOwner, in folder: DirectoryHandle) throws -> PartFile.Reservation {
+        try PartFile.reserve("a.bin", in: folder, for: owner, mode: 0o644, durable: false, key: Self.key)
+    }
+
+    private func names(in path: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+    }
+
+    private func mark(of path: String) throws -> [UInt8]? {
+        try FileDescriptor.open(path, flags: O_RDONLY).attribute(OwnerMark.attribute, limit: OwnerMark.maxLength)
+    }
+
+    /// A part of `owner` with `count` bytes, reserved and then given up as a crash would: its
+    /// descriptor closed (the lock freed), nothing else done. Returns its inode.
+    private func crashedPart(of owner: PartOwner, in folder: DirectoryHandle, count: Int = 0) throws -> UInt64 {
+        guard case .ours(let part) = try reserve(owner, in: folder) else { throw SystemError(code: EEXIST, operation: "reserve") }
+        try part.file.write(Array(repeating: 7, count: count))
+        return UInt64(try part.file.status().st_ino)
+    }
+
+    @Test("a new .part carries its owner, sealed, as user.dropfetch.owner, and no record file is written")
+    func newPartIsMarked() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let part = try reserve(in: folder)
+        #expect(try names(in: path) == [".a.bin.part"], "no record file, no temp")
+        #expect(!part.hasRecordFile)
+        let value = try #require(try mark(of: path + "/.a.bin.part"))
+        let inode = UInt64(try part.file.status().st_ino)
+        #expect(OwnerMark.owner(in: value, part: inode, key: Self.key) == Self.owner)
+        #expect(OwnerMark.owner(in: value, part: inode + 1, key: Self.key) == nil, "the seal covers the part's inode")
+        #expect(value.count <= 56, "small enough to stay inside an ext4 inode: \(value.count) bytes")
+        #expect(PartFile.readMark(".a.bin.part", in: folder, key: Self.key) == ResumeRecord(owner: "a.url", claim: 1, part: inode))
+        #expect(PartFile.readOwner(ofPart: ".a.bin.part", in: folder, key: Self.key)?.owner == "a.url")
+    }
+
+    @Test("the first checkpoint creates the record file, which a restart then resumes from")
+    func checkpointCreatesRecord() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let inode: UInt64
+        do {
+            let part = try reserve(in: folder)
+            try part.file.write(Array(repeating: 7, count: 100))
+            part.size = 100
+            part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v1\"", lastModified: nil, total: 1000)
+            try part.checkpoint()
+            #expect(part.hasRecordFile)
+            #expect(try names(in: path) == [".a.bin.part", ".a.bin.part.json"])
+            let record = try #require(PartFile.readRecord(part.recordName, in: folder, key: Self.key))
+            #expect(record.bytes == 100 && record.etag == "\"v1\"" && record.isOwned(by: Self.owner))
+            inode = UInt64(try part.file.status().st_ino)
+        }
+        // After a kill, the record (with its validator) resumes the data, not the bare mark.
+        let reopened = try reserve(in: folder)
+        #expect(UInt64(try reopened.file.status().st_ino) == inode)
+        #expect(try reopened.resumableBytes() == 100)
+    }
+
+    @Test("a failure's saveRecord and recordPieces create the record file too")
+    func savedRecordCreatesFile() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let saved = try reserve(in: folder)
+        try saved.saveRecord()
+        #expect(saved.hasRecordFile && PartFile.readRecord(saved.recordName, in: folder, key: Self.key) != nil)
+        saved.discard()
+        #expect(try names(in: path).isEmpty)
+        let pieces = try reserve(in: folder)
+        try pieces.recordPieces(PieceMap(total: 100, done: [PieceMap.Range(0, 10)]))
+        #expect(PartFile.readRecord(pieces.recordName, in: folder, key: Self.key)?.pieces == [PieceMap.Range(0, 10)])
+    }
+
+    @Test("after a crash the same owner takes its marked .part again: the same file, no resumable bytes, still no record")
+    func crashedPartReopenedFromMark() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let inode = try crashedPart(of: Self.owner, in: folder, count: 300)
+        guard case .ours(let part) = try reserve(Self.owner, in: folder) else {
+            Issue.record("the owner did not get its own part back")
+            return
+        }
+        #expect(UInt64(try part.file.status().st_ino) == inode && part.size == 300, "reopened, not replaced")
+        #expect(part.record.isOwned(by: Self.owner) && part.record.validator == nil && part.record.bytes == 0)
+        #expect(try part.resumableBytes() == 0, "nothing proves the bytes: fetched again from zero")
+        #expect(try names(in: path) == [".a.bin.part"])
+    }
+
+    @Test("another job reserving the name of a marked .part gets taken, from the mark alone: nothing is removed")
+    func markedPartTakenByOwner() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            // Held (locked): the owner is named, not "another process".
+            guard case .ours(let held) = try reserve(Self.owner, in: folder) else { throw SystemError(code: EEXIST, operation: "reserve") }
+            guard case .taken(let busy) = try reserve(Self.other, in: folder) else {
+                Issue.record("another job took a held, marked part")
+                return
+            }
+            #expect(busy == "a.url")
+            held.discard()
+        }
+        let inode = try crashedPart(of: Self.owner, in: folder, count: 50)
+        // Crashed: no lock holder and no record file, only the mark.
+        guard case .taken(let owner) = try reserve(Self.other, in: folder) else {
+            Issue.record("another job took a crashed owner's marked part")
+            return
+        }
+        #expect(owner == "a.url")
+        #expect(try folder.status(".a.bin.part").map { UInt64($0.st_ino) } == inode, "the owner's part is left alone")
+        #expect(try folder.status(".a.bin.part")?.st_size == 50)
+        #expect(try names(in: path) == [".a.bin.part"])
+    }
+
+    @Test("a mark sealed with another key, or copied from another file, is nobody's: the .part is replaced")
+    func forgedMarkIgnored() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let forger = RecordKey(bytes: Array(repeating: 3, count: 32))
+        for owner in [Self.owner, Self.other] {
+            let planted = try folder.open(".a.bin.part", flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+            try planted.write(Array(repeating: 0x41, count: 4096))
+            let inode = UInt64(try planted.status().st_ino)
+            try planted.setAttribute(OwnerMark.attribute, to: OwnerMark.value(for: Self.owner, part: inode, key: forger))
+            #expect(PartFile.readMark(".a.bin.part", in: folder, key: Self.key) == nil)
+            guard case .ours(let part) = try reserve(owner, in: folder) else {
+                Issue.record("\(owner.job): a forged mark kept the name")
+                return
+            }
+            #expect(try part.file.status().st_size == 0, "the planted file (inode \(inode)) was replaced, not written through")
+            #expect(try part.resumableBytes() == 0)
+            #expect(PartFile.readMark(".a.bin.part", in: folder, key: Self.key)?.isOwned(by: owner) == true)
+            part.discard()
+        }
+        // A genuine mark copied onto a file of its own: the seal covers the inode, so it proves nothing there.
+        guard case .ours(let kept) = try reserve(Self.owner, in: folder) else { throw SystemError(code: EEXIST, operation: "reserve") }
+        try folder.rename(kept.name, to: "kept.bin")
+        let genuine = try #require(try mark(of: path + "/kept.bin"))
+        let copy = try folder.open(".a.bin.part", flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        try copy.write(Array(repeating: 0x42, count: 100))
+        try copy.setAttribute(OwnerMark.attribute, to: genuine)
+        #expect(PartFile.readMark(".a.bin.part", in: folder, key: Self.key) == nil)
+        guard case .ours(let part) = try reserve(Self.other, in: folder) else {
+            Issue.record("a copied mark kept the name")
+            return
+        }
+        #expect(try part.file.status().st_size == 0, "the file with the copied mark was replaced")
+    }
+
+    @Test("a .part whose mark was removed, with no record, is nobody's: replaced, never written through")
+    func strippedMarkIsNobodys() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let inode: UInt64
+        do {
+            guard case .ours(let part) = try reserve(Self.owner, in: folder) else { throw SystemError(code: EEXIST, operation: "reserve") }
+            try part.file.write(Array(repeating: 7, count: 64))
+            try part.file.removeAttribute(OwnerMark.attribute)
+            try part.file.removeAttribute(OwnerMark.attribute)
+            inode = UInt64(try part.file.status().st_ino)
+        }
+        #expect(try mark(of: path + "/.a.bin.part") == nil)
+        guard case .ours(let part) = try reserve(Self.other, in: folder) else {
+            Issue.record("an unmarked, unrecorded part kept the name")
+            return
+        }
+        // Removed and created again (ext4 may hand out the same inode number): its bytes are gone.
+        #expect(try part.size == 0 && part.file.status().st_size == 0, "inode \(inode) was written through")
+        #expect(PartFile.readMark(".a.bin.part", in: folder, key: Self.key)?.isOwned(by: Self.other) == true)
+    }
+
+    @Test("where the file system refuses user attributes, the record file is written at once and proves the owner")
+    func refusedAttributesFallBack() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        folder.noteUserAttributesRefused()
+        let inode = try crashedPart(of: Self.owner, in: folder, count: 10)
+        #expect(try names(in: path) == [".a.bin.part", ".a.bin.part.json"])
+        #expect(try mark(of: path + "/.a.bin.part") == nil, "not asked for once refused")
+        #expect(PartFile.readRecord(".a.bin.part.json", in: folder, key: Self.key)?.isOwned(by: Self.owner) == true)
+        guard case .taken(let owner) = try reserve(Self.other, in: folder) else {
+            Issue.record("another job took a part its record names")
+            return
+        }
+        #expect(owner == "a.url")
+        guard case .ours(let part) = try reserve(Self.owner, in: folder) else {
+            Issue.record("the owner did not get its own part back")
+            return
+        }
+        #expect(UInt64(try part.file.status().st_ino) == inode && part.size == 10, "reopened, not replaced")
+    }
+
+    @Test("a published file proves its job's by its mark alone (rename keeps it); another job's is not")
+    func publishedFileMarked() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let part = try reserve(in: folder)
+        try part.file.write(Array(repeating: 7, count: 10))
+        try folder.rename(part.name, to: part.finalName)
+        let final = try #require(try folder.status("a.bin"))
+        #expect(try names(in: path) == ["a.bin"])
+        #expect(try OutputNames.isPublished("a.bin", final, in: folder, by: Self.owner, key: Self.key))
+        #expect(try !OutputNames.isPublished("a.bin", final, in: folder, by: Self.other, key: Self.key))
+        #expect(try !OutputNames.isPublished("a.bin", final, in: folder, by: Self.owner,
+                                             key: RecordKey(bytes: Array(repeating: 3, count: 32))))
+    }
+
+    @Test("file_mode holds whatever the umask: the part gets exactly the mode asked for")
+    func partMode() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for (index, mode) in [UInt32(0o644), 0o600, 0o666, 0o664].enumerated() {
+            guard case .ours(let part) = try PartFile.reserve("m\(index).bin", in: folder, for: Self.owner, mode: mode,
+                                                              durable: false, key: Self.key) else {
+                Issue.record("not reserved")
+                continue
+            }
+            #expect(UInt32(try part.file.status().st_mode) & 0o7777 == mode)
+        }
     }
 }

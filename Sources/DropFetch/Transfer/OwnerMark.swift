@@ -1,0 +1,69 @@
+import Glibc
+
+/// A `.part`'s owner sealed on the file itself, as the extended attribute `user.dropfetch.owner`
+/// (docs/spool.md, invariant 6). A new part carries it instead of a resume record until a record is
+/// needed (its first checkpoint, a hold, a failure): a small job then creates one file, not two.
+/// rename(2) keeps it, so the published file carries it too, and it proves the file is its job's
+/// between publishing and filing, whether or not a record was ever written.
+///
+/// The value is binary and short, so that ext4 keeps it inside the inode (no block of its own for
+/// names up to about 30 bytes): a version byte, the owner's claim (8 bytes, little-endian), the
+/// first 16 bytes of the seal, and the owner job's name. The seal is the HMAC-SHA256 (RecordKey,
+/// the key of the resume records) of a context string, the version, the claim, the file's inode
+/// and the name: the inode is sealed but not stored, so a mark copied onto another file, like one
+/// written without the key, proves nothing.
+enum OwnerMark {
+    static let attribute = "user.dropfetch.owner"
+    static let version: UInt8 = 1
+    static let sealLength = 16
+    private static let headerLength = 1 + 8 + sealLength
+    /// The longest value read: a job's name is a file name, 255 bytes at most.
+    static let maxLength = headerLength + 255
+
+    /// The mark of `owner` for the file with inode `part`.
+    static func value(for owner: PartOwner, part: UInt64, key: RecordKey) -> [UInt8] {
+        let seal = key.seal(message(job: Array(owner.job.utf8), claim: owner.claim, part: part)).prefix(sealLength)
+        return [version] + littleEndian(owner.claim) + seal + Array(owner.job.utf8)
+    }
+
+    /// The owner `value` names if its seal verifies for the file with inode `part` under `key`
+    /// (nil reads it unchecked, as ResumeRecordFile.unseal does); nil for anything else.
+    static func owner(in value: [UInt8], part: UInt64, key: RecordKey?) -> PartOwner? {
+        guard value.count > headerLength, value.count <= maxLength, value[0] == version else { return nil }
+        let claim = value[1..<9].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let job = Array(value[headerLength...])
+        guard let name = String(validating: job, as: UTF8.self) else { return nil }
+        if let key, !key.verifies(Array(value[9..<headerLength]), of: message(job: job, claim: claim, part: part),
+                                  truncatedTo: sealLength) {
+            return nil
+        }
+        return PartOwner(job: name, claim: claim)
+    }
+
+    /// The owner marked on `file` (inode `part`), if its mark verifies; nil when it has none, the
+    /// file system keeps no user attributes, or the mark is not one of this spool's.
+    static func read(from file: FileDescriptor, part: UInt64, key: RecordKey?) -> PartOwner? {
+        guard let value = try? file.attribute(attribute, limit: maxLength) else { return nil }
+        return owner(in: value, part: part, key: key)
+    }
+
+    /// Errors of fsetxattr(2) that say the file system (or this file) takes no user attribute:
+    /// ENOTSUP (NFS without RFC 8276 support, some FUSE file systems), EPERM, EACCES; E2BIG and
+    /// ERANGE for a value longer than it keeps. The owner then goes into a record at once.
+    static func isRefusal(_ error: SystemError) -> Bool {
+        [ENOTSUP, EOPNOTSUPP, EPERM, EACCES, E2BIG, ERANGE].contains(error.code)
+    }
+
+    /// Refusals that hold for every file of the folder (not only for a long value).
+    static func refusesFolder(_ error: SystemError) -> Bool {
+        [ENOTSUP, EOPNOTSUPP, EPERM, EACCES].contains(error.code)
+    }
+
+    private static func message(job: [UInt8], claim: UInt64, part: UInt64) -> [UInt8] {
+        Array("dropfetch owner mark".utf8) + [0, version] + littleEndian(claim) + littleEndian(part) + job
+    }
+
+    private static func littleEndian(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+}
