@@ -56,14 +56,6 @@ static inline int dfl_spawn_addclosefrom(posix_spawn_file_actions_t *actions, in
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
-/// pipe2(2) with O_CLOEXEC. glibc declares pipe2 only under _GNU_SOURCE, so it is declared here;
-/// it is called through libc, not syscall(2), so that ThreadSanitizer knows the two descriptors
-/// for a pipe and orders a read after the write it reads (the sync worker's hand-off).
-extern int pipe2(int fds[2], int flags);
-static inline int dfl_pipe_cloexec(int fds[2]) {
-    return pipe2(fds, O_CLOEXEC);
-}
-
 #include <sys/random.h>
 
 /// getrandom(2) from the kernel's pool (blocks only before it is first seeded at boot).
