@@ -9,10 +9,11 @@ import Synchronization
 ///
 /// The hand-off: a batch is a `Sendable` value (its targets hold descriptors as `Sendable`
 /// handles, requests as `Sendable` values; its outcomes are values). `submit` appends it to a
-/// `Locked` (pthread mutex)-guarded request queue and counts up an eventfd that the worker blocks on while the
-/// queue is empty; the worker appends each finished batch to a `Locked` (pthread mutex)-guarded response queue
-/// and counts up a second eventfd, which is in the loop's poll set (`descriptor`). Nothing else
-/// is shared, and the compiler checks all of it: there is no `@unchecked Sendable` here.
+/// request queue behind a `Locked` (a pthread mutex ThreadSanitizer can follow) and counts up an
+/// eventfd that the worker blocks on while the queue is empty; the worker appends each finished
+/// batch to a response queue behind another and counts up a second eventfd, which is in the
+/// loop's poll set (`descriptor`). Nothing else is shared, and the compiler checks all of it:
+/// there is no `@unchecked Sendable` here (`Locked`'s is audited in its own file).
 final class SyncWorker {
     /// One thing to do, and the path it is about (for messages, or the file to create; empty for a request).
     struct Target: Sendable {
