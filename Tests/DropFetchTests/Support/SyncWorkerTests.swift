@@ -6,13 +6,13 @@ import Testing
 @testable import DropFetch
 
 /// The hand-off between the loop and a `SyncWorker` (docs/architecture.md, "Threads"): batches
-/// through a `Mutex`-guarded queue, back in the order they were sent, with an eventfd in the
+/// through a `Locked` queue, back in the order they were sent, with an eventfd in the
 /// loop's poll set that is readable while finished batches wait and quiet once they are taken.
 @Suite("Sync worker")
 struct SyncWorkerTests {
     /// What the requests below did, in the order the worker did it.
     final class Log: Sendable {
-        private let entries = Mutex<[String]>([])
+        private let entries = Locked<[String]>([])
 
         func append(_ entry: String) { entries.withLock { $0.append(entry) } }
         var all: [String] { entries.withLock { $0 } }
