@@ -66,12 +66,9 @@ final class Job {
     @discardableResult
     func apply(_ event: DownloadLifecycle.Event, to index: Int) -> [DownloadLifecycle.Effect] {
         let effects = downloads[index].lifecycle.handle(event)
-        switch event {
-        case .transferStarted:
+        if case .transferStarted = event {
             record.retryAt = nil
             if record.started == nil { record.started = Timestamp.now() }
-        default:
-            break
         }
         for effect in effects {
             if case .retryAfter(let milliseconds) = effect {

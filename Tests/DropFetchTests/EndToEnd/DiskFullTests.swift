@@ -121,6 +121,16 @@ struct DiskFullTests {
         return made
     }
 
+    /// The space given back (`fillers` removed): the waiting job is done, whole, under its own name.
+    private static func expectDoneOnceFreed(_ fillers: [String], _ fixture: SpoolFixture, _ body: [UInt8]) throws {
+        for filler in fillers { try FileManager.default.removeItem(atPath: filler) }
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["f.url"] }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+        #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
+        #expect(fixture.downloaded("f.bin") == body)
+        #expect(fixture.destinationNames() == ["f.bin"])
+    }
+
     @Test("a destination too full to take the name (no inode left for the .part): the job waits with no_space, fetching nothing, then is done")
     func fullDiskBeforeTheName() throws {
         let server = try TestHTTPServer()
@@ -141,12 +151,7 @@ struct DiskFullTests {
         #expect(fixture.jobs(in: "work/test-agent") == ["f.url"])
         #expect(server.requests(to: "/f.bin").isEmpty)
 
-        for filler in fillers { try FileManager.default.removeItem(atPath: filler) }
-        #expect(try waitUntil { fixture.jobs(in: "done") == ["f.url"] }, "\(fixture.log)")
-        #expect(try fixture.stopDaemon() == 0)
-        #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
-        #expect(fixture.downloaded("f.bin") == body)
-        #expect(fixture.destinationNames() == ["f.bin"])
+        try Self.expectDoneOnceFreed(fillers, fixture, body)
     }
 
     @Test("no block left but inodes: the name is taken (its owner mark needs no block), the data waits with no_space, never failing, then is done")
@@ -167,12 +172,7 @@ struct DiskFullTests {
         #expect(fixture.jobs(in: "work/test-agent") == ["f.url"])
         #expect(!FileManager.default.fileExists(atPath: fixture.destination + "/f.bin"))
 
-        for filler in fillers { try FileManager.default.removeItem(atPath: filler) }
-        #expect(try waitUntil { fixture.jobs(in: "done") == ["f.url"] }, "\(fixture.log)")
-        #expect(try fixture.stopDaemon() == 0)
-        #expect(try fixture.status("done", "f.url").downloads.first?.sha256 == TestHTTPServer.sha256Hex(body))
-        #expect(fixture.downloaded("f.bin") == body)
-        #expect(fixture.destinationNames() == ["f.bin"])
+        try Self.expectDoneOnceFreed(fillers, fixture, body)
     }
 
     @Test("filing that fails (done/ on another file system: EXDEV) is retried, never lost; --once exits 3; a later run files it")
