@@ -216,6 +216,7 @@ public final class Agent {
             }
             if let watcher, isReady(watcher.fileDescriptor) {
                 let changes = watcher.drain()
+                intake.noteReleasedStates(changes.releasedStates)
                 for path in changes.arrived { intake.index(path, arrival: Agent.wallNanoseconds(), settled: true) }
                 if changes.needsRescan { intake.scanInbox() }
             }

@@ -26,12 +26,23 @@ final class JobIntake: AgentPart {
         let now = Agent.wallNanoseconds()
         let scan = spool.scanInboxReporting()
         noteScanProblems(scan)
+        releasedStates.formUnion(scan.releasedStates)
         let entries = scan.entries.sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
         for entry in entries where !inbox.contains(entry.relativePath) {
             if inbox.scanned(entry.relativePath, modified: entry.modified, now: now) {
                 index(entry.relativePath, arrival: entry.modified, settled: true)
             }
         }
+    }
+
+    /// Released states (`.x.state.json`, relative to the inbox) the listing or the watch showed
+    /// and no claim took up yet: only a job with one has it looked for (`Spool.releasedStatePath`).
+    /// `release` puts it in place before the job, so the watch sees it first.
+    private var releasedStates: Set<String> = []
+
+    /// Released states the inbox watch saw arrive.
+    func noteReleasedStates(_ paths: [String]) {
+        releasedStates.formUnion(paths)
     }
 
     /// The last scan's failure to list a folder of the inbox, if any: a `run --once` that could
@@ -79,7 +90,7 @@ final class JobIntake: AgentPart {
             priority = spec.priority ?? found?.priority ?? 0
             host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
         }
-        if let submitted = spool.releasedState(of: path)?.submitted {
+        if releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path)?.submitted {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()
@@ -95,18 +106,22 @@ final class JobIntake: AgentPart {
     func claimCandidate(_ entry: Scheduler.Entry) {
         guard let candidate = inbox.candidate(entry.unit.job) else { return }
         inbox.remove(id: entry.unit.job)
-        let claim = SpoolClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
-                               limit: config.limits.maxJobFileSize)
+        let released = releasedStates.remove(Spool.releasedStatePath(forJob: candidate.path)) != nil
+        let claim = JobClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
+                             limit: config.limits.maxJobFileSize, adoptsReleasedState: released,
+                             naming: runner.names.claimNaming())
         runner.admission.started(host: entry.host, className: entry.className)
         claimsInFlight += 1
         context.startSteps.sync([.task(claim)]) { [self] _ in
             runner.admission.finished(host: entry.host, className: entry.className)
             claimsInFlight -= 1
             defer { if claimsInFlight == 0 { departedDuringClaims.removeAll() } }
+            if let (path, root) = claim.openedRoot { runner.names.adopt(root, at: path) }
             switch claim.ending {
             case .claimed(let workName, let previous, let contents):
                 // Held or moved away while the claim was on its way back: not this agent's any more.
                 if departedDuringClaims.contains(workName), !FileSystem.exists(spool.work + "/" + workName) {
+                    if let first = claim.firstPart { drop(first, of: claim.entry, workName: workName) }
                     return logger.info("job left the work folder as it was claimed", metadata: ["job": "\(workName)"])
                 }
                 claimFailures[candidate.path] = nil
@@ -114,6 +129,7 @@ final class JobIntake: AgentPart {
                 // The job's name is its job file's name; a released state brings hints only.
                 admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
                       previous: previous, arrival: candidate.arrival, contents: contents)
+                if let first = claim.firstPart { takeFirstPart(first, of: claim.entry, workName: workName) }
             case .gone:
                 claimFailures[candidate.path] = nil
             case .notFollowed(let error):
@@ -121,9 +137,31 @@ final class JobIntake: AgentPart {
                 logger.warning("job not claimed: its routing folder is not a folder in the inbox any more",
                                metadata: ["job": "\(candidate.path)", "error": "\(error)"])
             case .failed(let error):
+                // Still in the inbox, with its released state if it had one.
+                if released { releasedStates.insert(Spool.releasedStatePath(forJob: candidate.path)) }
                 retryClaim(candidate, entry, error)
             }
         }
+    }
+
+    /// The part taken with the claim goes to the job's first download, when the job was admitted
+    /// as the claim's worker saw it (same class, no reload since) and that download has none yet.
+    private func takeFirstPart(_ first: JobClaim.FirstPart, of entry: Spool.InboxEntry, workName: String) {
+        guard let job = table.job(workName: workName), first.generation == runner.names.generation,
+              job.record.className == first.className, let download = job.downloads.first,
+              download.part == nil, download.phase == .queued else {
+            return drop(first, of: entry, workName: workName)
+        }
+        job.take(first.part, for: 0)
+    }
+
+    /// A part taken with a claim that its job did not take: removed, unless the job waits in
+    /// hold/ or the inbox or was claimed again (its owner is the same, and its next start finds it).
+    private func drop(_ first: JobClaim.FirstPart, of entry: Spool.InboxEntry, workName: String) {
+        let place = spool.whereIs(job: entry.name, workName: workName, folder: entry.folder)
+        let claimedAgain = (try? FileSystem.lstatus(spool.work + "/" + workName)).map { UInt64($0.st_ino) == first.part.record.claim }
+        if place == .hold || place == .inbox || claimedAgain == true { return }
+        first.part.discard()
     }
 
     /// A claim that failed (EIO, EACCES, EROFS…) leaves the job in the inbox: it is indexed again

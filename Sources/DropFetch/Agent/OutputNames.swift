@@ -11,9 +11,25 @@ final class OutputNames: AgentPart {
         self.context = context
     }
 
+    /// Counts config reloads: a name taken under an older config (`JobClaim`) is not used.
+    private(set) var generation = 0
+
     /// Forgets the open roots (a config reload may name other destinations).
     func closeRoots() {
         destinations.removeAll()
+        generation += 1
+    }
+
+    /// Keeps a destination root a worker opened for `path`, unless one is open already.
+    func adopt(_ root: DirectoryHandle, at path: String) {
+        if destinations[path] == nil { destinations[path] = root }
+    }
+
+    /// What a claim's worker needs to take the job's first output name itself (`JobClaim`).
+    func claimNaming() -> JobClaim.Naming? {
+        guard let key = spool.recordKey else { return nil }
+        return JobClaim.Naming(config: config, roots: destinations, defaultDestination: context.destinationRoot,
+                               key: key, generation: generation)
     }
 
     /// How choosing a download's output name ended.

@@ -17,6 +17,9 @@ extension Spool {
         var failure: SystemError?
         /// Routing folders deeper than `maxDepth`, relative to the inbox.
         var tooDeep: [String] = []
+        /// Released states (`.x.state.json`, relative to the inbox) the listing showed: only a
+        /// job with one has its released state read (`Spool.releasedStatePath(forJob:)`).
+        var releasedStates: Set<String> = []
     }
 
     /// Lists every job file under the inbox (recursively); dot-files and non-`.url` names are skipped.
@@ -45,8 +48,12 @@ extension Spool {
             if error.code != ENOENT, error.code != ENOTDIR { result.failure = result.failure ?? error }
             return
         }
-        for entry in entries where !entry.name.hasPrefix(".") {
+        for entry in entries {
             let relative = folder.isEmpty ? entry.name : folder + "/" + entry.name
+            if entry.name.hasPrefix(".") {
+                if Spool.isReleasedStateName(entry.name) { result.releasedStates.insert(relative) }
+                continue
+            }
             let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)
             if isDirectory {
                 scan(folder: relative, into: &result, depth: depth + 1)
@@ -185,6 +192,18 @@ extension Spool {
 
     /// The hidden state file that `release` puts beside a job in the inbox (`.x.state.json`).
     static func releasedStateName(forJob name: String) -> String { "." + stateName(forJob: name) }
+
+    /// `releasedStateName` of the job at `relativePath` in the inbox, relative to the inbox too.
+    static func releasedStatePath(forJob relativePath: String) -> String {
+        let entry = InboxEntry(relativePath: relativePath, modified: 0)
+        let name = releasedStateName(forJob: entry.name)
+        return entry.folder.isEmpty ? name : entry.folder + "/" + name
+    }
+
+    /// Whether `name` is a released state's (`.x.state.json`), as opposed to its temp file's.
+    static func isReleasedStateName(_ name: String) -> Bool {
+        name.utf8.count > 12 && name.hasPrefix(".") && name.hasSuffix(".state.json")
+    }
 
     /// The hints a released job brought back to the inbox (`ReleasedState`), if any; read
     /// through the routing folder's descriptor, without blocking.

@@ -5,7 +5,7 @@ import Glibc
 /// its released hints taken up (`ReleasedState`), and the job file read. The rename and the read
 /// look names up in the work folder, whose blocks the worker's fsyncs keep under write I/O; on the
 /// loop that stalled every transfer.
-final class SpoolClaim: WorkerTask {
+enum SpoolClaim {
     /// How the claim ended, read on the loop once the batch is back.
     enum Ending {
         /// In the work folder as `workName`; `previous` holds the hints a release left in the inbox.
@@ -19,27 +19,15 @@ final class SpoolClaim: WorkerTask {
         case failed(SystemError)
     }
 
-    let entry: Spool.InboxEntry
-    let request: Request
-    private(set) var ending: Ending = .gone
-
-    init(_ entry: Spool.InboxEntry, in spool: Spool, limit: Int64) {
-        self.entry = entry
-        request = Request(entry: entry, spool: spool.claiming, limit: limit)
-    }
-
-    func received(_ answer: Ending) -> SystemError? {
-        ending = answer
-        if case .failed(let error) = answer { return error }
-        return nil
-    }
-
-    /// The claim as the worker runs it: the entry, and what `Spool.Claiming` holds of the spool
-    /// (its fixed paths, its folder handles and its crash plan).
+    /// The claim as the worker runs it (`JobClaim` sends it): the entry, and what `Spool.Claiming`
+    /// holds of the spool (its fixed paths, its folder handles and its crash plan).
     struct Request: WorkerRequest {
         let entry: Spool.InboxEntry
         let spool: Spool.Claiming
         let limit: Int64
+        /// The inbox listing or its watch showed a released state beside the job: it is read and
+        /// taken up. Without one, none is looked for (two opens a job answered ENOENT).
+        var adoptsReleasedState = true
 
         func perform() -> Ending {
             let folder: DirectoryHandle
@@ -61,7 +49,7 @@ final class SpoolClaim: WorkerTask {
                     // claimed again after a delay; if that fails too, it stays claimed and unread.
                     if (try? spool.unclaim(workName, to: entry.name, in: folder)) != nil { return .failed(error) }
                 }
-                let previous = spool.adoptReleasedState(named: entry.name, in: folder, as: workName)
+                let previous = adoptsReleasedState ? spool.adoptReleasedState(named: entry.name, in: folder, as: workName) : nil
                 return .claimed(workName: workName, previous: previous, contents: contents)
             } catch {
                 return .failed(error)

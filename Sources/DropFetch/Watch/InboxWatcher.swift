@@ -12,6 +12,8 @@ final class InboxWatcher {
     struct Changes {
         /// Job files (relative to the inbox) that may have arrived.
         var arrived: [String] = []
+        /// Released states (`.x.state.json`) that arrived: `release` puts one before its job.
+        var releasedStates: [String] = []
         /// Events were lost or a folder appeared: the caller should rescan the inbox.
         var needsRescan = false
     }
@@ -85,8 +87,14 @@ final class InboxWatcher {
                 changes.needsRescan = true
                 continue
             }
-            guard !event.name.isEmpty, !event.name.hasPrefix(".") else { continue }
+            guard !event.name.isEmpty else { continue }
             let relative = folder.isEmpty ? event.name : folder + "/" + event.name
+            if event.name.hasPrefix(".") {
+                if event.has(Int32(IN_CLOSE_WRITE | IN_MOVED_TO)), Spool.isReleasedStateName(event.name) {
+                    changes.releasedStates.append(relative)
+                }
+                continue
+            }
             if event.has(Int32(IN_ISDIR)) {
                 if event.has(Int32(IN_CREATE | IN_MOVED_TO)) {
                     try? watchTree(relative)

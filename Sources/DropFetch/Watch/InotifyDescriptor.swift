@@ -13,6 +13,8 @@ final class InotifyDescriptor {
     }
 
     private let descriptor: FileDescriptor
+    /// The size of an event with a name of NAME_MAX bytes (its terminating zero included).
+    private static let longestEvent = MemoryLayout<inotify_event>.size + Int(NAME_MAX) + 1
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     var fileDescriptor: Int32 { descriptor.rawValue }
@@ -32,7 +34,9 @@ final class InotifyDescriptor {
         _ = inotify_rm_watch(descriptor.rawValue, watch)
     }
 
-    /// Every event queued now (read(2) until EAGAIN).
+    /// Every event queued now: read(2) until a read leaves room for one more event of the
+    /// longest name, which means the queue was empty (inotify hands out whole events only), so
+    /// that a wake-up for a few events costs one read, not a second one answered EAGAIN.
     func drain() -> [Event] {
         var events: [Event] = []
         while true {
@@ -53,6 +57,7 @@ final class InotifyDescriptor {
                     events.append(Event(watch: event.wd, mask: event.mask, name: name))
                 }
             }
+            if count <= buffer.count - InotifyDescriptor.longestEvent { return events }
         }
     }
 }

@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// The claim and the filing moves as the worker runs them (`SpoolClaim`, `SpoolFiling`): what they
+/// The claim and the filing moves as the worker runs them (`JobClaim`, `SpoolFiling`): what they
 /// leave on disk and what they report back to the loop.
 @Suite("Spool steps on the worker")
 struct SpoolStepTests {
@@ -26,7 +26,7 @@ struct SpoolStepTests {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try drop("x.url", in: root, body: "http://h/x\n  out=a\n")
-        let first = SpoolClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20)
+        let first = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil)
         #expect(first.perform() == nil)
         guard case .claimed(let name, let previous, .success(let contents)) = first.ending else {
             Issue.record("not claimed: \(first.ending)")
@@ -39,7 +39,7 @@ struct SpoolStepTests {
         #expect(!FileSystem.exists(root + "/inbox/x.url"))
 
         try drop("x.url", in: root)
-        let second = SpoolClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20)
+        let second = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil)
         _ = second.perform()
         guard case .claimed(let other, _, _) = second.ending else {
             Issue.record("not claimed: \(second.ending)")
@@ -48,11 +48,65 @@ struct SpoolStepTests {
         #expect(other == "x.1.url")
     }
 
+    private static let key = RecordKey(bytes: Array(repeating: 9, count: 32))
+
+    /// What a claim's worker needs to take names in `destination` (`OutputNames.claimNaming`).
+    private func naming(destination: String, protocols: [String] = ["http", "https"]) throws -> JobClaim.Naming {
+        var config = Config()
+        config.protocols = protocols
+        return JobClaim.Naming(config: config, roots: [:], defaultDestination: destination,
+                               key: SpoolStepTests.key, generation: 0)
+    }
+
+    @Test("a claim of a fresh job also takes its first download's name: a .part owned by the job file's name and inode")
+    func claimTakesTheFirstName() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try drop("x.url", in: root, body: "http://h/a.bin\nhttp://h/b.bin\n")
+        let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20,
+                             naming: try naming(destination: root + "/out"))
+        #expect(claim.perform() == nil)
+        let first = try #require(claim.firstPart)
+        #expect(first.className == "default")
+        #expect(claim.openedRoot?.path == root + "/out")
+        // The first download's name only; the second is taken when it starts.
+        let folder = try DirectoryHandle.openRoot(root + "/out", create: false)
+        let inode = UInt64(try FileSystem.lstatus(root + "/work/a1/x.url").st_ino)
+        let owner = try #require(PartFile.readOwner(ofPart: ".a.bin.part", in: folder, key: SpoolStepTests.key))
+        #expect(owner.isOwned(by: PartOwner(job: "x.url", claim: inode)))
+        #expect(!FileSystem.exists(root + "/out/.b.bin.part"))
+    }
+
+    @Test("an invalid job, a refused scheme or a released state: claimed, but no name is taken with the claim")
+    func claimLeavesUnusualJobsAlone() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try drop("bad.url", in: root, body: "this is not a job\n")
+        try drop("ftp.url", in: root, body: "ftp://h/f.bin\n")
+        try drop("back.url", in: root, body: "http://h/c.bin\n")
+        let released = StatusRecord(job: "back.url", state: .queued, className: "default", priority: 0, agent: "a0",
+                                    submitted: Timestamp.now(), attempts: 2)
+        try Data(released.encoded()).write(to: URL(fileURLWithPath: root + "/inbox/.back.state.json"))
+        for job in ["bad.url", "ftp.url", "back.url"] {
+            let claim = JobClaim(.init(relativePath: job, modified: 0), in: spool, limit: 1 << 20,
+                                 naming: try naming(destination: root + "/out"))
+            #expect(claim.perform() == nil)
+            guard case .claimed = claim.ending else {
+                Issue.record("\(job) not claimed: \(claim.ending)")
+                continue
+            }
+            #expect(claim.firstPart == nil, "\(job)")
+            if job == "back.url", case .claimed(_, let previous, _) = claim.ending { #expect(previous?.attempts == 2) }
+        }
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: root + "/out")) ?? []
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test("a job gone from the inbox (another agent took it) ends as gone, and nothing appears in work/")
     func claimOfAGoneJob() throws {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let claim = SpoolClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20)
+        let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil)
         #expect(claim.perform() == nil)
         guard case .gone = claim.ending else {
             Issue.record("expected gone: \(claim.ending)")
