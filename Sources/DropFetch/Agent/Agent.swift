@@ -162,22 +162,26 @@ public final class Agent {
     }
 
     private func loop() -> ExitStatus {
-        let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor, workWatcher?.fileDescriptor,
+        let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor,
                                configWatcher?.fileDescriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
         func waitList(_ fds: [Int32]) -> [curl_waitfd] {
             fds.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         }
         var descriptors = waitList(ownDescriptors)
         var polledHashing: [Int32] = []
+        var polledWorkFolder = false
         context.metrics?.loopStall.begin()
         var turn = 0
         while true {
             // Completed transfers whose digests a worker still computes are polled for, not joined;
             // the list is rebuilt only when that set changes.
             let hashing = runner.hashingDescriptors
-            if hashing != polledHashing {
+            let watchesWorkFolder = watchesWorkFolderNow()
+            if hashing != polledHashing || watchesWorkFolder != polledWorkFolder {
                 polledHashing = hashing
-                descriptors = waitList(ownDescriptors + hashing)
+                polledWorkFolder = watchesWorkFolder
+                let work = watchesWorkFolder ? workWatcher.map { [$0.fileDescriptor] } ?? [] : []
+                descriptors = waitList(ownDescriptors + work + hashing)
             }
             schedule.refresh()
             if case .running = state { runner.startRunnable() }
@@ -189,7 +193,7 @@ public final class Agent {
             for worker in context.workers { worker.flush() }
             do {
                 context.metrics?.loopStall.end()
-                try multi.poll(extra: &descriptors, timeoutMS: pollTimeout())
+                try multi.poll(extra: &descriptors, timeoutMS: watchesWorkFolder ? pollTimeout() : min(pollTimeout(), workFolderWait()))
                 context.metrics?.loopStall.begin()
                 context.receiveBudget.beginTurn(running: table.runningCount) { table.transfer(key: $0) }
                 bandwidth.resumeThrottledTransfers()
@@ -212,6 +216,7 @@ public final class Agent {
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
+                lastWorkFolderRead = MonotonicClock.now()
                 for name in workWatcher.drainDeparted() { runner.jobLeftWorkFolder(name) }
             }
             if let watcher, isReady(watcher.fileDescriptor) {
@@ -234,6 +239,27 @@ public final class Agent {
         }
         return finalStatus()
     }
+
+    /// When the work folder's watch was last read (monotonic ms).
+    private var lastWorkFolderRead: Int64 = 0
+
+    /// Whether the work folder's watch is polled this turn. While a worker files jobs or writes
+    /// state files there, each rename is an event that woke the loop on its own (1.8 wake-ups a
+    /// small job); the watch then waits for the worker's answer, at most `quietWorkFolder` ms, so
+    /// that a job held or cancelled meanwhile still stops within that.
+    private func watchesWorkFolderNow() -> Bool {
+        guard workWatcher != nil else { return false }
+        if context.finishSteps.isIdle, context.groupCommit.isIdle { return true }
+        return MonotonicClock.now() - lastWorkFolderRead >= Agent.quietWorkFolder
+    }
+
+    /// How long until the work folder's watch is polled again, while it waits (ms).
+    private func workFolderWait() -> Int {
+        Int(max(0, lastWorkFolderRead + Agent.quietWorkFolder - MonotonicClock.now()))
+    }
+
+    /// How long the work folder's watch may wait while the agent's own filings run (ms).
+    static let quietWorkFolder: Int64 = 100
 
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.

@@ -24,10 +24,11 @@ final class JobClaim: WorkerTask {
         let generation: Int
     }
 
-    init(_ entry: Spool.InboxEntry, in spool: Spool, limit: Int64, adoptsReleasedState: Bool = true, naming: Naming?) {
+    init(_ entry: Spool.InboxEntry, in spool: Spool, limit: Int64, adoptsReleasedState: Bool = true,
+         known: JobFileReader.Contents? = nil, naming: Naming?) {
         self.entry = entry
         request = Request(claim: SpoolClaim.Request(entry: entry, spool: spool.claiming, limit: limit,
-                                                    adoptsReleasedState: adoptsReleasedState), naming: naming)
+                                                    adoptsReleasedState: adoptsReleasedState, known: known), naming: naming)
     }
 
     func received(_ answer: Answer) -> SystemError? {

@@ -22,15 +22,25 @@ final class JobIntake: AgentPart {
 
     /// Looks at every job file in the inbox: settled ones are indexed, the rest looked at again
     /// once they may have settled (a writer may still be at work).
+    /// Each new file is opened once: its queue hints and its modification time (for the arrival
+    /// order and the settle check) come from that one read and fstat(2).
     func scanInbox() {
         let now = Agent.wallNanoseconds()
-        let scan = spool.scanInboxReporting()
+        let scan = spool.scanInboxReporting(withTimes: false)
         noteScanProblems(scan)
         releasedStates.formUnion(scan.releasedStates)
-        let entries = scan.entries.sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
-        for entry in entries where !inbox.contains(entry.relativePath) {
-            if inbox.scanned(entry.relativePath, modified: entry.modified, now: now) {
-                index(entry.relativePath, arrival: entry.modified, settled: true)
+        let found = scan.entries.lazy.filter { [inbox] in !inbox.contains($0.relativePath) }.enumerated().map { number, entry in
+            var hints = self.hints(for: entry.relativePath)
+            // Only as many files' bytes are held here as the index keeps.
+            if number >= InboxIndex.keptLimit { hints.contents = nil }
+            let modified = hints.modified ?? (try? FileSystem.lstatus(self.spool.inbox + "/" + entry.relativePath)).map {
+                Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
+            } ?? 0
+            return (path: entry.relativePath, modified: modified, hints: hints)
+        }
+        for entry in found.sorted(by: { ($0.modified, $0.path) < ($1.modified, $1.path) }) {
+            if inbox.scanned(entry.path, modified: entry.modified, now: now) {
+                index(entry.path, arrival: entry.modified, settled: true, hints: entry.hints)
             }
         }
     }
@@ -73,31 +83,54 @@ final class JobIntake: AgentPart {
 
     /// Queues an inbox job without claiming it: its priority, class and host are read from the
     /// file (an unreadable one is queued as it is, to be filed as invalid once claimed).
-    func index(_ path: String, arrival: Int64, settled: Bool) {
-        guard context.acceptsWork, !inbox.contains(path) else { return }
+    func index(_ path: String, arrival: Int64, settled: Bool, hints known: QueueHints? = nil) {
+        guard context.acceptsWork else { return }
+        // Written again since it was read: the claim reads it anew.
+        guard !inbox.contains(path) else { return inbox.forgetContents(of: path) }
         inbox.settledByEvent(path)
-        let folder = Spool.InboxEntry(relativePath: path, modified: 0).folder
-        var priority = 0
-        var className = "default"
-        var host = ""
+        let hints = known ?? self.hints(for: path)
+        let priority = hints.priority
+        let className = hints.className
+        let host = hints.host
         var arrivalTime = arrival
-        let entry = Spool.InboxEntry(relativePath: path, modified: 0)
-        if let routing = try? spool.routingFolder(entry.folder),
-           case .success(let contents) = JobFileReader.contents(of: entry.name, in: routing, limit: config.limits.maxJobFileSize),
-           let spec = try? JobFileParser.parse(contents.bytes) {
-            let found = (try? config.resolveClass(spec: spec, folder: folder).get()) ?? nil
-            className = found?.name ?? "default"
-            priority = spec.priority ?? found?.priority ?? 0
-            host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
-        }
         if releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path)?.submitted {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()
         inbox.add(path, id: id, arrival: arrivalTime)
+        if let contents = hints.contents { inbox.keep(contents, for: path) }
         runner.scheduler.enqueue(Scheduler.Entry(unit: Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob),
                                           priority: priority, arrival: Int(arrivalTime), host: host,
                                           className: className))
+    }
+
+    /// What the queue needs of an inbox job before it is claimed; the defaults for a file that
+    /// cannot be read or parsed (it is filed as invalid once claimed).
+    struct QueueHints {
+        var priority = 0
+        var className = "default"
+        var host = ""
+        /// The file's modification time (nanoseconds since the epoch) when it was read.
+        var modified: Int64?
+        /// The file as it was read, for the claim (`InboxIndex.keep`).
+        var contents: JobFileReader.Contents?
+    }
+
+    /// The queue hints of the inbox file at `path`, read from the file: its priority, class and host.
+    private func hints(for path: String) -> QueueHints {
+        var hints = QueueHints()
+        let entry = Spool.InboxEntry(relativePath: path, modified: 0)
+        guard let routing = try? spool.routingFolder(entry.folder),
+              case .success(let contents) = JobFileReader.contents(of: entry.name, in: routing, limit: config.limits.maxJobFileSize)
+        else { return hints }
+        hints.modified = contents.modified
+        hints.contents = contents
+        guard let spec = try? JobFileParser.parse(contents.bytes) else { return hints }
+        let found = (try? config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
+        hints.className = found?.name ?? "default"
+        hints.priority = spec.priority ?? found?.priority ?? 0
+        hints.host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
+        return hints
     }
 
     /// Claims an inbox job the scheduler chose to run now (rename into work/; another agent may
@@ -105,10 +138,11 @@ final class JobIntake: AgentPart {
     /// a place in `admission` until it is back, so that no more jobs are claimed than could run.
     func claimCandidate(_ entry: Scheduler.Entry) {
         guard let candidate = inbox.candidate(entry.unit.job) else { return }
+        let known = inbox.keptContents(of: candidate.path)
         inbox.remove(id: entry.unit.job)
         let released = releasedStates.remove(Spool.releasedStatePath(forJob: candidate.path)) != nil
         let claim = JobClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
-                             limit: config.limits.maxJobFileSize, adoptsReleasedState: released,
+                             limit: config.limits.maxJobFileSize, adoptsReleasedState: released, known: known,
                              naming: runner.names.claimNaming())
         runner.admission.started(host: entry.host, className: entry.className)
         claimsInFlight += 1

@@ -20,6 +20,14 @@ struct InboxIndex {
     /// Files seen by a scan while still changing: path → the mtime seen (nanoseconds).
     private var unsettled: [String: Int64] = [:]
 
+    /// Job files' bytes as the index read them, for the claim to take instead of reading the
+    /// file again when it is still that file (`SpoolClaim.Request.known`: three system calls a
+    /// job). Kept for small files and at most `keptLimit` of them, so that a queue of a million
+    /// jobs does not hold its files in memory.
+    private var kept: [String: JobFileReader.Contents] = [:]
+    static let keptLimit = 20_000
+    static let keptMaxBytes = 4096
+
     var count: Int { candidates.count }
     var unsettledCount: Int { unsettled.count }
 
@@ -37,6 +45,21 @@ struct InboxIndex {
     mutating func remove(id: Int) {
         guard let candidate = candidates.removeValue(forKey: id) else { return }
         ids[candidate.path] = nil
+        kept[candidate.path] = nil
+    }
+
+    /// Keeps the bytes read of a candidate's file, when small and while there is room.
+    mutating func keep(_ contents: JobFileReader.Contents, for path: String) {
+        guard contents.bytes.count <= InboxIndex.keptMaxBytes, kept.count < InboxIndex.keptLimit, ids[path] != nil else { return }
+        kept[path] = contents
+    }
+
+    /// The bytes kept of `path`'s file, if any.
+    func keptContents(of path: String) -> JobFileReader.Contents? { kept[path] }
+
+    /// The file at `path` was written again (another close or move event): its kept bytes are stale.
+    mutating func forgetContents(of path: String) {
+        kept[path] = nil
     }
 
     /// A scanned file: settled when its mtime is old enough, else remembered for a later look.

@@ -10,6 +10,8 @@ enum JobFileReader {
     struct Contents {
         var bytes: [UInt8]
         var inode: UInt64
+        /// Modification time (fstat(2)), nanoseconds since the epoch.
+        var modified: Int64 = 0
     }
 
     /// Why a job file was not read.
@@ -47,7 +49,7 @@ enum JobFileReader {
         let limit = Int(clamping: max(limit, 0))
         do {
             let file = try UntrustedFile.read(name, in: folder, describing: path, limit: limit, singleLink: true)
-            return .success(Contents(bytes: file.bytes, inode: file.inode))
+            return .success(Contents(bytes: file.bytes, inode: file.inode, modified: file.modified))
         } catch {
             if error.isTransient, case .system(let cause) = error { return .failure(.transient(cause)) }
             return .failure(.invalid(JobFileError(line: nil, message: message(for: error, limit: limit))))

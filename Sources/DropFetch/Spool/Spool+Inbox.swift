@@ -28,13 +28,15 @@ extension Spool {
     }
 
     /// `scanInbox`, also saying which folders could not be read or were too deep.
-    func scanInboxReporting() -> InboxScan {
+    /// `withTimes: false` leaves each entry's `modified` at 0 (no lstat(2) a file): for a caller
+    /// that opens every file anyway and takes the time from its fstat(2).
+    func scanInboxReporting(withTimes: Bool = true) -> InboxScan {
         var result = InboxScan()
-        scan(folder: "", into: &result, depth: 0)
+        scan(folder: "", into: &result, depth: 0, withTimes: withTimes)
         return result
     }
 
-    private func scan(folder: String, into result: inout InboxScan, depth: Int) {
+    private func scan(folder: String, into result: inout InboxScan, depth: Int, withTimes: Bool) {
         let path = folder.isEmpty ? inbox : inbox + "/" + folder
         guard depth <= InboxScan.maxDepth else {
             result.tooDeep.append(folder)
@@ -56,11 +58,11 @@ extension Spool {
             }
             let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)
             if isDirectory {
-                scan(folder: relative, into: &result, depth: depth + 1)
+                scan(folder: relative, into: &result, depth: depth + 1, withTimes: withTimes)
             } else if Spool.isJobName(entry.name) {
-                let modified = (try? FileSystem.lstatus(path + "/" + entry.name)).map {
+                let modified = withTimes ? (try? FileSystem.lstatus(path + "/" + entry.name)).map {
                     Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
-                } ?? 0
+                } ?? 0 : 0
                 result.entries.append(InboxEntry(relativePath: relative, modified: modified))
             }
         }
@@ -98,6 +100,17 @@ extension Spool {
             } catch {
                 return .failure(.transient(error))
             }
+        }
+
+        /// `known` when the claimed job file `workName` is still the file it was read from: the
+        /// same inode, size and mtime (fstatat(2), one system call for open, fstat, read and
+        /// close), a regular file with one link; nil otherwise, and it is read again.
+        func stillReads(_ known: JobFileReader.Contents, as workName: String) -> JobFileReader.Contents? {
+            guard let info = try? workHandle().status(workName), (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1,
+                  UInt64(info.st_ino) == known.inode, Int(info.st_size) == known.bytes.count,
+                  Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) == known.modified
+            else { return nil }
+            return known
         }
 
         /// `Spool.claim(_:from:)`.

@@ -28,6 +28,10 @@ enum SpoolClaim {
         /// The inbox listing or its watch showed a released state beside the job: it is read and
         /// taken up. Without one, none is looked for (two opens a job answered ENOENT).
         var adoptsReleasedState = true
+        /// The job file as the inbox index read it: taken as the claimed job's contents when the
+        /// claimed file is still that one (same inode, size and mtime, one link, a regular file),
+        /// instead of opening and reading it again.
+        var known: JobFileReader.Contents?
 
         func perform() -> Ending {
             let folder: DirectoryHandle
@@ -43,7 +47,8 @@ enum SpoolClaim {
             do {
                 guard let workName = try spool.claim(entry.name, from: folder) else { return .gone }
                 spool.crashPlan?.reach(.claimed)
-                let contents = spool.readClaimedJob(workName, limit: limit)
+                let contents = known.flatMap { spool.stillReads($0, as: workName) }.map { .success($0) }
+                    ?? spool.readClaimedJob(workName, limit: limit)
                 if case .failure(.transient(let error)) = contents {
                     // Out of descriptors: the file is not at fault. It goes back to the inbox and is
                     // claimed again after a delay; if that fails too, it stays claimed and unread.

@@ -47,6 +47,8 @@ struct UntrustedFile {
     var bytes: [UInt8]
     var inode: UInt64
     var device: UInt64
+    /// Its modification time by the fstat(2) before the read, in nanoseconds since the epoch.
+    var modified: Int64 = 0
 
     /// Reads `name` in the folder open as `folder` (or AT_FDCWD with a path); `singleLink` refuses
     /// a file with a second hard link, which could be another user's file linked in.
@@ -80,7 +82,8 @@ struct UntrustedFile {
             throw .system(error)
         }
         guard bytes.count <= limit else { throw .tooLarge(size: Int64(bytes.count), limit: limit) }
-        return UntrustedFile(bytes: bytes, inode: UInt64(info.st_ino), device: UInt64(info.st_dev))
+        return UntrustedFile(bytes: bytes, inode: UInt64(info.st_ino), device: UInt64(info.st_dev),
+                             modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 
     /// `read` of a path (relative to the working directory): only the final component is kept from

@@ -39,8 +39,14 @@ final class PartFile {
     /// Bytes known to be in the file and valid (the writer keeps it current, appending at the
     /// file offset: an offset that was at the old end follows it to the new one).
     var size: Int64 {
-        didSet { position = position == oldValue ? size : nil }
+        didSet {
+            position = position == oldValue ? size : nil
+            isUntouched = false
+        }
     }
+    /// Created empty here (O_EXCL, under this process's flock) and not written since: its size is
+    /// known to be 0 without an fstat(2).
+    private var isUntouched = false
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
     var recordName: String { ResumeRecord.name(forPart: name) }
@@ -109,6 +115,7 @@ final class PartFile {
             let part = PartFile(folder: folder, finalName: finalName, name: name, file: file,
                                 record: ResumeRecord(owner: owner.job, claim: owner.claim, part: UInt64(created.st_ino)),
                                 size: 0, durable: durable, key: key)
+            part.isUntouched = true
             // Locked and still under the name: the mark makes it this owner's across a crash. A
             // crash before it leaves a part no one owns, which the next reservation clears.
             if try !part.markOwner(owner) { try part.writeRecord() }
@@ -343,7 +350,7 @@ final class PartFile {
     /// The data that can be resumed over `kind`: what the record counts as fsynced and the file
     /// still holds, provided a validator can prove the server's file unchanged; anything else is cut off.
     func resumableBytes(over kind: TransferProtocol = .http) throws(SystemError) -> Int64 {
-        size = Int64(try file.status().st_size)
+        if !isUntouched { size = Int64(try file.status().st_size) }
         let usable = record.canResume(over: kind) ? record.trustedBytes(of: size) : 0
         try truncate(to: usable)
         return usable
@@ -518,13 +525,14 @@ final class PartFile {
         fileprivate let position: Int64?
         fileprivate let cuts: Int
         fileprivate let writebackStart: Int64
+        fileprivate let isUntouched: Bool
     }
 
     /// This part's state, for the thread that goes on with it; this object is not used again.
     func handOver() -> HandedOver {
         HandedOver(folder: folder, finalName: finalName, name: name, file: file, record: record, size: size,
                    durable: durable, key: key, recordFile: recordFile, discarded: discarded, position: position,
-                   cuts: cuts, writebackStart: writebackStart)
+                   cuts: cuts, writebackStart: writebackStart, isUntouched: isUntouched)
     }
 
     /// The part another thread handed over.
@@ -536,5 +544,6 @@ final class PartFile {
         position = part.position
         cuts = part.cuts
         writebackStart = part.writebackStart
+        isUntouched = part.isUntouched
     }
 }

@@ -50,6 +50,41 @@ struct SpoolStepTests {
 
     private static let key = RecordKey(bytes: Array(repeating: 9, count: 32))
 
+    @Test("a claim given the index's read of the file takes it while inode, size and mtime still match, else reads the file again")
+    func claimTakesTheIndexRead() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try drop("x.url", in: root, body: "http://h/one\n")
+        guard case .success(var read) = JobFileReader.contents(of: "x.url", in: try spool.routingFolder(""), limit: 1 << 20) else {
+            Issue.record("not read")
+            return
+        }
+        // Same length, other bytes: what comes back shows which one the claim took.
+        read.bytes = Array("http://h/two\n".utf8)
+        let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, known: read, naming: nil)
+        _ = claim.perform()
+        guard case .claimed(_, _, .success(let taken)) = claim.ending else {
+            Issue.record("not claimed: \(claim.ending)")
+            return
+        }
+        #expect(String(decoding: taken.bytes, as: UTF8.self) == "http://h/two\n")
+
+        // Written again with another size after the index read: the claim reads the file.
+        try drop("y.url", in: root, body: "http://h/y\n")
+        guard case .success(let stale) = JobFileReader.contents(of: "y.url", in: try spool.routingFolder(""), limit: 1 << 20) else {
+            Issue.record("not read")
+            return
+        }
+        try drop("y.url", in: root, body: "http://h/y-longer\n")
+        let again = JobClaim(.init(relativePath: "y.url", modified: 0), in: spool, limit: 1 << 20, known: stale, naming: nil)
+        _ = again.perform()
+        guard case .claimed(_, _, .success(let fresh)) = again.ending else {
+            Issue.record("not claimed: \(again.ending)")
+            return
+        }
+        #expect(String(decoding: fresh.bytes, as: UTF8.self) == "http://h/y-longer\n")
+    }
+
     /// What a claim's worker needs to take names in `destination` (`OutputNames.claimNaming`).
     private func naming(destination: String, protocols: [String] = ["http", "https"]) throws -> JobClaim.Naming {
         var config = Config()
