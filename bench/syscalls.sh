@@ -31,7 +31,22 @@ strace -f -c -o "$W/dropfetch.txt" "$BIN" run --once --config "$W/config.yaml"
 for (( i = 1; i <= N; i++ )); do printf 'url = http://127.0.0.1:%s/f%d.bin\noutput = %s/curl/f%d.bin\n' "$port" "$i" "$W" "$i"; done > "$W/curl.cfg"
 strace -f -c -o "$W/curl.txt" curl -s --no-progress-meter -Z --parallel-max 16 -K "$W/curl.cfg"
 for tool in dropfetch curl; do
-    awk -v n="$N" -v t="$tool" '/ total$/ { printf "%s: %.1f system calls per job\n", t, $4 / n }' "$W/$tool.txt"
+    awk -v n="$N" -v t="$tool" '/ total$/ { printf "%s: %.1f system calls per job (strace)\n", t, $4 / n }' "$W/$tool.txt"
     awk -v n="$N" 'NR > 2 && $NF != "total" && NF >= 5 && $4 ~ /^[0-9]+$/ { printf "  %-14s %6.1f\n", $NF, $4 / n }' "$W/$tool.txt" \
         | sort -k2 -n -r | head -12
 done
+# Without strace's slowdown (which multiplies whatever is timed: loop wake-ups, a worker's yield):
+# the kernel's count of system call entries (perf stat), less that of a run with nothing to do.
+count() { perf stat -x, -e raw_syscalls:sys_enter "$@" 2>&1 >/dev/null | awk -F, '/raw_syscalls/ { print $1 }'; }
+if command -v perf >/dev/null && [[ $(count true) =~ ^[0-9]+$ ]]; then
+    rm -rf "$W/out" "$W/spool" "$W/curl"/*
+    mkdir -p "$W/spool/inbox"
+    idle=$(count "$BIN" run --once --config "$W/config.yaml")
+    for (( i = 1; i <= N; i++ )); do echo "http://127.0.0.1:$port/f$i.bin" > "$W/spool/inbox/j$i.url"; done
+    touch -d '10 seconds ago' "$W"/spool/inbox/*.url
+    busy=$(count "$BIN" run --once --config "$W/config.yaml")
+    curl_one=$(count curl -s -o /dev/null "http://127.0.0.1:$port/f1.bin")
+    curl_all=$(count curl -s --no-progress-meter -Z --parallel-max 16 -K "$W/curl.cfg")
+    awk -v a="$idle" -v b="$busy" -v c="$curl_one" -v d="$curl_all" -v n="$N" 'BEGIN {
+        printf "perf stat: dropfetch %.1f, curl %.1f system calls per job (ratio %.2f)\n", (b - a) / n, (d - c) / n, (b - a) / (d - c) }'
+fi
