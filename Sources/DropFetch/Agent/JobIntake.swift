@@ -21,9 +21,8 @@ final class JobIntake: AgentPart {
     }
 
     /// Looks at every job file in the inbox: settled ones are indexed, the rest looked at again
-    /// once they may have settled (a writer may still be at work).
-    /// Each new file is opened once: its queue hints and its modification time (for the arrival
-    /// order and the settle check) come from that one read and fstat(2).
+    /// once they may have settled (a writer may still be at work). Each new file is opened once:
+    /// its queue hints and its time (arrival order, settle check) come from that read's fstat(2).
     func scanInbox() {
         let now = Agent.wallNanoseconds()
         let scan = spool.scanInboxReporting(withTimes: false)
@@ -134,7 +133,7 @@ final class JobIntake: AgentPart {
     }
 
     /// Claims an inbox job the scheduler chose to run now (rename into work/; another agent may
-    /// have taken it) and queues its downloads. The claim runs on a worker (`SpoolClaim`) and holds
+    /// have taken it) and queues its downloads. The claim runs on a worker (`JobClaim`) and holds
     /// a place in `admission` until it is back, so that no more jobs are claimed than could run.
     func claimCandidate(_ entry: Scheduler.Entry) {
         guard let candidate = inbox.candidate(entry.unit.job) else { return }
@@ -163,7 +162,7 @@ final class JobIntake: AgentPart {
                 // The job's name is its job file's name; a released state brings hints only.
                 admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
                       previous: previous, arrival: candidate.arrival, contents: contents)
-                if let first = claim.firstPart { takeFirstPart(first, of: claim.entry, workName: workName) }
+                if let first = claim.firstPart { takeFirstPart(first, workName: workName) }
             case .gone:
                 claimFailures[candidate.path] = nil
             case .notFollowed(let error):
@@ -179,17 +178,18 @@ final class JobIntake: AgentPart {
     }
 
     /// The part taken with the claim goes to the job's first download, when the job was admitted
-    /// as the claim's worker saw it (same class, no reload since) and that download has none yet.
-    private func takeFirstPart(_ first: JobClaim.FirstPart, of entry: Spool.InboxEntry, workName: String) {
+    /// as the claim's worker saw it (same class, no reload since) and that download has none yet;
+    /// else it is removed, and the download takes its name when it starts, under the config in force.
+    private func takeFirstPart(_ first: JobClaim.FirstPart, workName: String) {
         guard let job = table.job(workName: workName), first.generation == runner.names.generation,
               job.record.className == first.className, let download = job.downloads.first,
               download.part == nil, download.phase == .queued else {
-            return drop(first, of: entry, workName: workName)
+            return first.part.discard()
         }
         job.take(first.part, for: 0)
     }
 
-    /// A part taken with a claim that its job did not take: removed, unless the job waits in
+    /// A part taken with a claim whose job left as it was claimed: removed, unless the job waits in
     /// hold/ or the inbox or was claimed again (its owner is the same, and its next start finds it).
     private func drop(_ first: JobClaim.FirstPart, of entry: Spool.InboxEntry, workName: String) {
         let place = spool.whereIs(job: entry.name, workName: workName, folder: entry.folder)
