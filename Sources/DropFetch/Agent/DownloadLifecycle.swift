@@ -10,6 +10,9 @@ struct DownloadLifecycle {
         case running(key: Int)
         /// Its output name is being taken on a worker (`PartReservation`).
         case reserving
+        /// Its target is being looked up on a worker before a transfer through a proxy
+        /// (`ProxyTargetLookup`, `block_private_addresses`).
+        case lookingUp
         /// Set aside until this monotonic time (ms): a retry, free space, a name's owner, a schedule.
         case waiting(until: Int64, reason: WaitReason)
         /// The transfer is over; its data is being made durable and given its final name.
@@ -43,6 +46,10 @@ struct DownloadLifecycle {
         case reserving
         /// The reservation came back; what it found follows as another event.
         case reservationBack
+        /// Its proxied target is being looked up on a worker.
+        case lookingUp
+        /// The lookup came back: the transfer starts, or the attempt fails as blocked.
+        case lookedUp
         /// The name is taken: a `.part` of `size` bytes whose record names `recordMirror`.
         case nameTaken(size: Int64, recordMirror: Int, finalPath: String)
         /// An earlier run of this job published the file already.
@@ -163,6 +170,11 @@ struct DownloadLifecycle {
             phase = .reserving
         case .reservationBack:
             guard phase == .reserving else { return [] }
+            phase = .queued
+        case .lookingUp:
+            phase = .lookingUp
+        case .lookedUp:
+            guard phase == .lookingUp else { return [] }
             phase = .queued
         case .nameTaken(let size, let recordMirror, let finalPath):
             // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror that wrote the data.

@@ -140,6 +140,37 @@ final class JobRunner: AgentPart {
         request.minFreeSpace = config.limits.minFreeSpace
         request.fileMode = config.fileMode
         request.network = config.network(for: config.jobClass(named: job.record.className))
+        if let host = Transfer.proxiedTarget(of: request, over: request.network) {
+            return lookUp(host, for: request, entry, job, newAttempt: newAttempt, recordsState: recordsState)
+        }
+        launch(request, entry, job, newAttempt: newAttempt, recordsState: recordsState)
+    }
+
+    /// Resolves a proxied target on the start-steps worker (`ProxyTargetLookup`), holding the
+    /// download's place in `admission` meanwhile, then starts its transfer with what was found.
+    private func lookUp(_ host: String, for request: TransferRequest, _ entry: Scheduler.Entry, _ job: Job,
+                        newAttempt: Bool, recordsState: Bool) {
+        let index = entry.unit.download
+        let lookup = ProxyTargetLookup(host: host)
+        job.apply(.lookingUp, to: index)
+        admission.started(host: entry.host, className: entry.className)
+        context.startSteps.sync([.task(lookup)]) { [self] _ in
+            admission.finished(host: entry.host, className: entry.className)
+            guard table.job(job.id) === job, job.downloads[index].phase == .lookingUp else { return }
+            job.apply(.lookedUp, to: index)
+            // Stopping: the part waits, with its record, for the next start.
+            guard context.acceptsWork else { return }
+            var checked = request
+            checked.proxyTargetCheck = lookup.check
+            launch(checked, entry, job, newAttempt: newAttempt, recordsState: recordsState)
+        }
+    }
+
+    /// Makes the transfer of `request` and adds it to the multi handle.
+    private func launch(_ request: TransferRequest, _ entry: Scheduler.Entry, _ job: Job, newAttempt: Bool, recordsState: Bool) {
+        let index = entry.unit.download
+        guard let part = job.downloads[index].part else { return }
+        let download = job.downloads[index]
         let transfer: Transfer
         do {
             transfer = try Transfer(request, part: part, crashPlan: crashPlan)

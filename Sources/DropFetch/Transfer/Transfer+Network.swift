@@ -110,6 +110,18 @@ extension Transfer {
         }
     }
 
+    /// The host a transfer of `request` over `network` must have looked up before it starts: its
+    /// target's, when it goes through a proxy under `block_private_addresses`; nil otherwise.
+    static func proxiedTarget(of request: TransferRequest, over network: Config.Network) -> String? {
+        guard request.blockPrivateAddresses, let target = try? CurlURL(request.url) else { return nil }
+        let environment = { (name: String) -> String? in getenv(name).map { String(cString: $0) } }
+        let route = ProxyRoute.choose(scheme: target.scheme ?? "", host: target.host ?? "",
+                                      explicit: request.proxy ?? network.proxy, noProxy: network.noProxy,
+                                      environment: environment)
+        guard case .proxy = route else { return nil }
+        return target.host ?? ""
+    }
+
     /// The job's `all-proxy`, else the class's `proxy` and `no_proxy`. Under
     /// `block_private_addresses` the route is chosen here as libcurl would choose it, and the
     /// target is resolved and checked before anything is sent. A job's own proxy is untrusted:
@@ -133,7 +145,7 @@ extension Transfer {
             try easy.set(CURLOPT_PROXY, proxy)
             try easy.set(CURLOPT_NOPROXY, "")
             proxyUse = request.proxy == nil ? ProxyRoute.Use.trusted : .job
-            let check = ProxyRoute.checkTarget(host: target?.host ?? "")
+            let check = request.proxyTargetCheck ?? ProxyRoute.checkTarget(host: target?.host ?? "")
             if case .blocked(let blocked) = check {
                 throw TransferFailure(
                     failure: Failure(.blocked, "refused to fetch from \(blocked) through the proxy: a private or local "

@@ -25,6 +25,9 @@ struct TransferRequest: Sendable {
     /// CURLOPT_TIMEOUT_MS for the whole attempt; zero means none.
     var timeout: Duration = .zero
     var blockPrivateAddresses = false
+    /// The target's lookup, made on a worker before the transfer (`ProxyTargetLookup`) when it
+    /// goes through a proxy under `blockPrivateAddresses`; nil: it is looked up when needed.
+    var proxyTargetCheck: ProxyRoute.TargetCheck?
     /// Free space the destination must keep after this file (`limits.min_free_space`).
     var minFreeSpace: Int64 = 0
     /// Where redirects led this attempt; nil while it fetches `url` itself (RedirectPolicy).

@@ -31,6 +31,20 @@ struct DownloadLifecycleTests {
         return download
     }
 
+    @Test("a proxied target's lookup: queued again when it is back; a late answer for a download that moved on changes nothing")
+    func targetLookup() {
+        var download = DownloadLifecycle(url: "http://a/f", mirrorCount: 1)
+        download.handle(.nameTaken(size: 0, recordMirror: 0, finalPath: "/d/f"))
+        download.handle(.attemptBegins(partSize: 0, recordMirror: 0))
+        #expect(download.handle(.lookingUp).isEmpty)
+        #expect(download.phase == .lookingUp && download.status.state == .queued)
+        #expect(download.handle(.lookedUp).isEmpty)
+        #expect(download.phase == .queued)
+        download.handle(.transferStarted(key: 3, url: "http://a/f", offset: 0, written: 0, now: 10, newAttempt: true))
+        #expect(download.handle(.lookedUp).isEmpty)
+        #expect(download.phase == .running(key: 3) && download.attempt == 1)
+    }
+
     @Test("a download runs, publishes and is done: status done with file, bytes, sha256 and seconds; the job settles")
     func happyPath() {
         var download = running(now: 1_000)
