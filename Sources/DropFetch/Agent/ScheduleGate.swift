@@ -20,9 +20,12 @@ final class ScheduleGate: AgentPart {
     private var calendar = LocalCalendar()
     /// Wall-clock ms minus monotonic ms when the state was computed: a change means the clock jumped.
     private var skew: Int64 = 0
-    /// Monotonic ms of the last ledger read and write.
+    /// Monotonic ms of the last ledger exchange.
     private var lastRead: Int64 = .min
-    private var lastWrite: Int64 = .min
+    /// The other agents' counts, as the last exchange read them.
+    private var others: [QuotaUsage.Key: Int64] = [:]
+    /// A `QuotaLedgerSync` is on its way.
+    private var syncInFlight = false
     /// `bandwidth.bytesByClass` already counted in the ledger.
     private var counted: [String: Int64] = [:]
     /// Inbox jobs held back (not claimed while they may not start).
@@ -81,7 +84,10 @@ final class ScheduleGate: AgentPart {
     }
 
     /// Counts new bytes, writes this agent's ledger file and reads everyone's, at most once a
-    /// second (and at once when a period ends or the state is forced).
+    /// second (and at once when a period ends). The exchange runs on a worker (`QuotaLedgerSync`);
+    /// this agent's own counts are in memory, so only the other agents' lag by its round trip. At
+    /// the start, after a reload and at the end (`force`) it runs here, so that what starts next
+    /// obeys every agent's counts.
     private func refreshQuotas(wall: Int64, now: Int64, force: Bool) {
         guard let ledger else { return }
         let today = calendar.localTime(wall).date
@@ -92,16 +98,38 @@ final class ScheduleGate: AgentPart {
         let periodOver = quotas.contains { wall >= $0.reset }
         guard force || periodOver || now - lastRead >= 1000 || (ledger.isDirty && table.runningCount == 0) else { return }
         ledger.prune(on: today)
-        if ledger.isDirty {
-            do {
-                try ledger.write()
-                lastWrite = now
-            } catch {
-                logger.warning("cannot write the quota ledger: \(error)", metadata: ["file": "\(ledger.path)"])
+        lastRead = now
+        if force {
+            if ledger.isDirty {
+                do {
+                    try ledger.write()
+                } catch {
+                    logger.warning("cannot write the quota ledger: \(error)", metadata: ["file": "\(ledger.path)"])
+                }
+            }
+            others = QuotaLedger.others(in: ledger.folder, except: ledger.agent)
+        } else if !syncInFlight {
+            syncInFlight = true
+            let sync = QuotaLedgerSync(folder: ledger.folder, agent: ledger.agent, text: ledger.takeText())
+            context.finishSteps.sync([.task(sync)]) { [self] _ in
+                syncInFlight = false
+                if let error = sync.writeError {
+                    ledger.writeFailed()
+                    logger.warning("cannot write the quota ledger: \(error)", metadata: ["file": "\(ledger.path)"])
+                }
+                others = sync.others
+                noteUsages(wall: Int64(time(nil)))
+                refresh()
             }
         }
-        lastRead = now
-        let fresh = QuotaUsage.usages(config.quotas, counts: ledger.readAll(), now: wall, calendar: calendar)
+        noteUsages(wall: wall)
+    }
+
+    /// Each quota's use from this agent's counts and the others' last read, logged where it changed.
+    private func noteUsages(wall: Int64) {
+        guard let ledger else { return }
+        let fresh = QuotaUsage.usages(config.quotas, counts: QuotaLedger.adding(ledger.own, to: others), now: wall,
+                                      calendar: calendar)
         for usage in fresh {
             let before = quotas.first { $0.quota == usage.quota }
             if usage.isReached, before?.isReached != true || before?.period != usage.period {

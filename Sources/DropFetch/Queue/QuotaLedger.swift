@@ -53,18 +53,46 @@ final class QuotaLedger {
 
     /// Replaces this agent's file with its counts (creating the folder when needed).
     func write() throws(SystemError) {
-        try FileSystem.makeDirectories(folder)
-        try AtomicFile.write(Array(QuotaLedger.text(own).utf8), to: path, durable: false)
+        try QuotaLedger.write(QuotaLedger.text(own), folder: folder, agent: agent)
         isDirty = false
     }
 
     /// Every agent's counts summed: this agent's from memory, the others' from their files.
     func readAll() -> [QuotaUsage.Key: Int64] {
-        var total = own
-        for name in QuotaLedger.agentFiles(in: folder) where name != agent {
-            for (key, bytes) in QuotaLedger.read(folder + "/" + name) ?? [:] { total[key, default: 0] += bytes }
+        QuotaLedger.adding(own, to: QuotaLedger.others(in: folder, except: agent))
+    }
+
+    /// The counts of every agent's file in `folder` but `agent`'s, summed.
+    static func others(in folder: String, except agent: String) -> [QuotaUsage.Key: Int64] {
+        var total: [QuotaUsage.Key: Int64] = [:]
+        for name in agentFiles(in: folder) where name != agent {
+            for (key, bytes) in read(folder + "/" + name) ?? [:] { total[key, default: 0] += bytes }
         }
         return total
+    }
+
+    /// `counts` added to `total`.
+    static func adding(_ counts: [QuotaUsage.Key: Int64], to total: [QuotaUsage.Key: Int64]) -> [QuotaUsage.Key: Int64] {
+        total.merging(counts, uniquingKeysWith: +)
+    }
+
+    /// This agent's counts as its file holds them, for a writer on another thread
+    /// (`QuotaLedgerSync`); the ledger counts itself clean until that write is said to have failed.
+    func takeText() -> String? {
+        guard isDirty else { return nil }
+        isDirty = false
+        return QuotaLedger.text(own)
+    }
+
+    /// A write handed to another thread failed: the counts are written again next time.
+    func writeFailed() {
+        isDirty = true
+    }
+
+    /// `write` of `text` to the ledger file of `agent` in `folder`, on any thread.
+    static func write(_ text: String, folder: String, agent: String) throws(SystemError) {
+        try FileSystem.makeDirectories(folder)
+        try AtomicFile.write(Array(text.utf8), to: folder + "/" + agent, durable: false)
     }
 
     /// The ledger files of a folder: every name not starting with `.` (temp files do).
