@@ -6,8 +6,8 @@
 # (git-ignored) and writes bench/out/curl8/curl, a wrapper that runs that curl on its own libcurl
 # (LD_LIBRARY_PATH); its other libraries are the system's. Idempotent: a working wrapper is kept.
 # Prints the wrapper's path (or `curl` when the system's is already 8.x); fails, saying why, when it
-# cannot get one. Environment: CURL8_SUITE (<codename>-backports),
-# CURL8_MIRROR (http://deb.debian.org/debian).
+# cannot get one. Environment: CURL8_SUITE (<codename>-backports), CURL8_MIRROR
+# (http://deb.debian.org/debian).
 set -euo pipefail
 export LC_ALL=C
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
