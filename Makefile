@@ -166,7 +166,7 @@ screenshots: browser-deps
 
 # The bench needs the commands, however they were installed; nginx-light is the smallest nginx.
 # strace counts the idle daemon's wake-ups (P5); /usr/bin/time gives P6's CPU time. bench/curl8.sh
-# fetches the curl 8 the bench compares against (Debian 12's curl 7.88 is ~8 × slower at --parallel)
+# fetches the curl 8 the bench compares against (issue 23: Debian 12's 7.88 is slower at --parallel)
 # into bench/out/curl8 without touching the system's libcurl; when it cannot, the bench uses `curl`.
 bench-deps: deps
 	@PATH="$$PATH:/usr/sbin:/sbin"; \

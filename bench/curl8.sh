@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A curl 8 for the bench to compare against (issue 23: Debian 12's curl 7.88 is ~8 × slower at
-# --parallel), without touching the system's libcurl, which dropfetch links. Downloads the
+# A curl 8 for the bench to compare against (issue 23: the fastest curl we can get; Debian 12 has
+# 7.88), without touching the system's libcurl, which dropfetch links. Downloads the
 # <codename>-backports `curl` and `libcurl4` .debs through a private apt state (its own sources
 # list, lists and cache; /etc/apt is only read), unpacks them with `dpkg -x` into bench/out/curl8
 # (git-ignored) and writes bench/out/curl8/curl, a wrapper that runs that curl on its own libcurl
