@@ -15,7 +15,8 @@
 #                  (installs glusterfs-server and glusterfs-client if missing; needs root and /dev/fuse;
 #                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
 #   make bench     release build, then bench/run.sh: P1–P6 of issue 12 beside curl and aria2c, written to
-#                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing)
+#                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing; fetches a
+#                  curl 8 into bench/out/curl8 with bench/curl8.sh, or compares against the system's)
 #   make screenshots  the status page at phone and desktop widths, light and dark, rendered by headless
 #                  Chromium into docs/status-page-*.png (installs chromium if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
@@ -164,7 +165,9 @@ screenshots: browser-deps
 	@ls -l docs/status-page-*.png
 
 # The bench needs the commands, however they were installed; nginx-light is the smallest nginx.
-# strace counts the idle daemon's wake-ups (P5); /usr/bin/time gives P6's CPU time.
+# strace counts the idle daemon's wake-ups (P5); /usr/bin/time gives P6's CPU time. bench/curl8.sh
+# fetches the curl 8 the bench compares against (issue 23: Debian 12's 7.88 is slower at --parallel)
+# into bench/out/curl8 without touching the system's libcurl; when it cannot, the bench uses `curl`.
 bench-deps: deps
 	@PATH="$$PATH:/usr/sbin:/sbin"; \
 	missing=""; \
@@ -174,7 +177,9 @@ bench-deps: deps
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
 	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
 	[ -x /usr/bin/time ] || missing="$$missing time"; \
-	$(install_missing)
+	$(install_missing); \
+	if c=$$(bench/curl8.sh); then echo "bench-deps: the bench compares against $$($$c --version | head -n 1 | cut -d' ' -f1-2) ($$c)"; \
+	else echo "bench-deps: no curl 8 (above); the bench compares against $$(curl --version | head -n 1 | cut -d' ' -f1-2)"; fi
 
 build: deps
 	$(SWIFT) build

@@ -7,8 +7,9 @@
 # Usage: bench/ratelimit.sh BASE_URL WWW_DIR WORK_DIR
 #   BASE_URL  a server (run.sh's nginx) that serves WWW_DIR
 #   WORK_DIR  an empty scratch folder
-# Environment: DROPFETCH (binary, default .build/release/dropfetch), BENCH_RATE (500K; K and M are
-# powers of 1024, as all three tools read them), BENCH_RATE_MB (4: the file's size in MiB).
+# Environment: DROPFETCH (binary, default .build/release/dropfetch), CURL (bench/out/curl8/curl when
+# there is one, else curl), BENCH_RATE (500K; K and M are powers of 1024, as all three tools read
+# them), BENCH_RATE_MB (4: the file's size in MiB).
 set -euo pipefail
 export LC_ALL=C
 
@@ -21,6 +22,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DROPFETCH=${DROPFETCH:-$ROOT/.build/release/dropfetch}
 RATE=${BENCH_RATE:-500K}
 SIZE_MB=${BENCH_RATE_MB:-4}
+if [[ -z ${CURL:-} ]]; then CURL=curl; [[ -x $ROOT/bench/out/curl8/curl ]] && CURL=$ROOT/bench/out/curl8/curl; fi
 
 [[ $SIZE_MB =~ ^[0-9]+$ ]] && (( SIZE_MB > 0 )) || die "BENCH_RATE_MB must be a positive integer"
 case $RATE in
@@ -75,7 +77,7 @@ else
     results+=("dropfetch skipped")
 fi
 
-measure curl "$WORK/curl.bin" curl -s --fail --limit-rate "$RATE" -o "$WORK/curl.bin" "$URL"
+measure curl "$WORK/curl.bin" "$CURL" -s --fail --limit-rate "$RATE" -o "$WORK/curl.bin" "$URL"
 
 if command -v aria2c >/dev/null; then
     measure aria2c "$WORK/aria2c.bin" aria2c -x1 -s1 --file-allocation=none -q \
@@ -86,6 +88,6 @@ else
 fi
 
 rm -f -- "$WWW/rate.bin"
-line="rate limit accuracy (achieved ÷ target, 1 × $SIZE_MB MiB at $RATE):"
+line="rate limit accuracy (achieved ÷ target, 1 × $SIZE_MB MiB at $RATE; $("$CURL" --version | head -n 1 | cut -d' ' -f1-2)):"
 for result in "${results[@]}"; do line+="  $result"; done
 printf '%s\n' "$line"

@@ -15,10 +15,12 @@
 #   ratelimit: bench/ratelimit.sh
 # Each case runs BENCH_WARMUP (1, P1/P2/P6 only) unmeasured and BENCH_REPEAT (3) measured times,
 # tools interleaved; the tables show medians. Every P1/P2 run's output is verified.
-# Environment: DROPFETCH (binary), BENCH_ONLY (comma list of p1..p6, ratelimit; big = p1, small = p2),
-# BENCH_REPEAT, BENCH_WARMUP, BENCH_DISK (/var/tmp), BENCH_BIG_MB, BENCH_SMALL_COUNT, BENCH_P3_DROPS,
-# BENCH_P3_LOAD, BENCH_P3_REPEAT, BENCH_P4_JOBS, BENCH_P5_SECONDS, BENCH_P5_REPEAT, BENCH_P6_JOBS,
-# BENCH_RATE, BENCH_RATE_MB, BENCH_RESULTS (bench/RESULTS.md; empty: not written).
+# Environment: DROPFETCH (binary), CURL (the curl compared against; default bench/out/curl8/curl,
+# the curl 8 of bench/curl8.sh, when there is one, else curl), BENCH_ONLY (comma list of p1..p6,
+# ratelimit; big = p1, small = p2), BENCH_REPEAT, BENCH_WARMUP, BENCH_DISK (/var/tmp), BENCH_BIG_MB,
+# BENCH_SMALL_COUNT, BENCH_P3_DROPS, BENCH_P3_LOAD, BENCH_P3_REPEAT, BENCH_P4_JOBS, BENCH_P5_SECONDS,
+# BENCH_P5_REPEAT, BENCH_P6_JOBS, BENCH_RATE, BENCH_RATE_MB, BENCH_RESULTS (bench/RESULTS.md; empty:
+# not written).
 set -euo pipefail
 export LC_ALL=C
 umask 022
@@ -34,6 +36,8 @@ if [[ -n $user_dropfetch && $DROPFETCH != /* && ! -e $DROPFETCH && -e $ORIG_PWD/
     DROPFETCH=$ORIG_PWD/$DROPFETCH
 fi
 DROPFETCH=$(realpath -m -- "$DROPFETCH")
+if [[ -z ${CURL:-} ]]; then CURL=curl; [[ -x bench/out/curl8/curl ]] && CURL=$ROOT/bench/out/curl8/curl; fi
+[[ $CURL == */* ]] && CURL=$(cd "$ORIG_PWD" && realpath -ms -- "$CURL")
 
 BENCH_ONLY=${BENCH_ONLY:-}
 BENCH_REPEAT=${BENCH_REPEAT:-3}
@@ -78,11 +82,14 @@ done
 
 PATH=$PATH:/usr/sbin:/sbin
 command -v nginx >/dev/null || die "nginx not found (make bench installs it)"
-command -v curl >/dev/null || die "curl not found (make bench installs it)"
+command -v "$CURL" >/dev/null || die "curl not found at '$CURL' (make bench installs it)"
+CURL_VERSION=$("$CURL" --version 2>/dev/null | head -n 1 | cut -d' ' -f1-2)
+[[ $CURL_VERSION == "curl "* ]] || die "CURL=$CURL is not a working curl"
 command -v python3 >/dev/null || die "python3 not found"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (make bench installs it)"
 HAVE_ARIA2=0; command -v aria2c >/dev/null && HAVE_ARIA2=1
 [[ -x $DROPFETCH ]] || die "no dropfetch at $DROPFETCH (build with 'make release' or set DROPFETCH=...)"
+say "comparing against $CURL_VERSION ($CURL)"
 (( HAVE_ARIA2 )) || say "aria2c not found: its figures are skipped (make bench installs it)"
 if want p5 && ! command -v strace >/dev/null; then say "strace not found: P5 is skipped (make bench installs it)"; fi
 
@@ -218,7 +225,7 @@ NGINX
     NGINX_PID=$!
     for _ in {1..100}; do
         kill -0 "$NGINX_PID" 2>/dev/null || break
-        if [[ $(curl -s --max-time 1 "http://127.0.0.1:$port/ping.txt" 2>/dev/null) == "$TOKEN" ]]; then
+        if [[ $("$CURL" -s --max-time 1 "http://127.0.0.1:$port/ping.txt" 2>/dev/null) == "$TOKEN" ]]; then
             PORT=$port; break
         fi
         sleep 0.05
@@ -336,8 +343,8 @@ run_transfer() {
     # Nothing of the previous run is left to write back during this one.
     sync
     case "$scenario:$tool" in
-        big:curl) timed "$log" curl -s --fail -o "$out/big.bin" "$BASE/big.bin" ;;
-        small:curl) timed "$log" curl -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$T/curl.list" ;;
+        big:curl) timed "$log" "$CURL" -s --fail -o "$out/big.bin" "$BASE/big.bin" ;;
+        small:curl) timed "$log" "$CURL" -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$T/curl.list" ;;
         big:aria2c)
             timed "$log" aria2c -x1 -s1 --file-allocation=none -q --show-console-readout=false \
                 --summary-interval=0 -d "$out" -o big.bin "$BASE/big.bin" ;;
@@ -459,7 +466,7 @@ if want p6; then
         for tool in "${p6_tools[@]}"; do
             w=$T/p6; rm -rf -- "$w"; mkdir -p "$w"
             script_run "p6-$tool-$r" env DROPFETCH="$DROPFETCH" WORK="$w" BASE="$BASE" NAMES="$T/small-names.txt" \
-                JOBS="$BENCH_P6_JOBS" TOOL="$tool" "$ROOT/bench/p6-scheduler.sh"
+                JOBS="$BENCH_P6_JOBS" TOOL="$tool" CURL="$CURL" "$ROOT/bench/p6-scheduler.sh"
             [[ $(field "$LINE" files) == "$BENCH_P6_JOBS" ]] || fail_run "p6-$tool-$r" "$LOGS/p6-$tool-$r.log" "not every file was downloaded: $LINE"
             (( r >= 1 )) && add "p6|$tool" "$(field "$LINE" cpu_s)"
             (( r >= 1 )) && [[ $tool == dropfetch ]] && add "p6|wall" "$(field "$LINE" wall_s)"
@@ -470,7 +477,7 @@ fi
 
 RATE_LINE=""
 if want ratelimit; then
-    RATE_LINE=$(DROPFETCH="$DROPFETCH" BENCH_RATE_MB="$BENCH_RATE_MB" "$ROOT/bench/ratelimit.sh" "$BASE" "$WWW" "$T/ratelimit")
+    RATE_LINE=$(DROPFETCH="$DROPFETCH" CURL="$CURL" BENCH_RATE_MB="$BENCH_RATE_MB" "$ROOT/bench/ratelimit.sh" "$BASE" "$WWW" "$T/ratelimit")
 fi
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -553,7 +560,7 @@ machine() {
     echo "- CPU: ${cpu:-?}, $(nproc) cores; RAM $mem"
     echo "- load average (1/5/15 min): $LOAD_START at the start, $LOAD_END at the end"
     echo "- disk (downloads, spools): $DISK_FS on $DISK_SRC under $BENCH_DISK; served data: tmpfs"
-    echo "- dropfetch $commit ($DROPFETCH); $(version_of curl --version | cut -d' ' -f1-2)$( (( HAVE_ARIA2 )) && echo "; $(version_of aria2c --version)"); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
+    echo "- dropfetch $commit ($DROPFETCH); $CURL_VERSION ($CURL)$( (( HAVE_ARIA2 )) && echo "; $(version_of aria2c --version)"); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
     echo "- runs: warm-up $BENCH_WARMUP (P1, P2, P6), measured $BENCH_REPEAT (P3 $BENCH_P3_REPEAT, P5 $BENCH_P5_REPEAT); medians shown"
 }
 raw() {

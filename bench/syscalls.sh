@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System calls per small job (issue 23): `strace -f -c` of `dropfetch run --once` over N (1000)
 # jobs of 16 KiB from nginx on 127.0.0.1 (keep-alive), concurrency 16, fsync off, spool on
-# BENCH_DISK (/var/tmp); then `curl -Z --parallel-max 16` over the same files for comparison.
+# BENCH_DISK (/var/tmp); then `curl -Z --parallel-max 16` over the same files for comparison (CURL:
+# bench/out/curl8/curl when there is one, else curl; its wrapper's sh adds ~50 calls in all).
 # Prints the per-job totals and the top calls. Needs nginx, curl and strace (make bench-deps).
 # Usage: bench/syscalls.sh [BINARY] [N]. Note: strace slows every call, so anything timed inside
 # the agent (a worker's yield after 0.5 ms of work) happens more often than without it.
@@ -10,6 +11,7 @@ export LC_ALL=C
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$(realpath -m -- "${1:-$ROOT/.build/release/dropfetch}")
 N=${2:-1000}
+if [[ -z ${CURL:-} ]]; then CURL=curl; [[ -x $ROOT/bench/out/curl8/curl ]] && CURL=$ROOT/bench/out/curl8/curl; fi
 DISK=${BENCH_DISK:-/var/tmp}
 W=$(mktemp -d "$DISK/dropfetch-syscalls.XXXXXX")
 trap '[[ -f $W/nginx.pid ]] && kill "$(cat "$W/nginx.pid")" 2>/dev/null; rm -rf "$W"' EXIT
@@ -29,9 +31,10 @@ for (( i = 1; i <= N; i++ )); do echo "http://127.0.0.1:$port/f$i.bin" > "$W/spo
 touch -d '10 seconds ago' "$W"/spool/inbox/*.url
 strace -f -c -o "$W/dropfetch.txt" "$BIN" run --once --config "$W/config.yaml"
 for (( i = 1; i <= N; i++ )); do printf 'url = http://127.0.0.1:%s/f%d.bin\noutput = %s/curl/f%d.bin\n' "$port" "$i" "$W" "$i"; done > "$W/curl.cfg"
-strace -f -c -o "$W/curl.txt" curl -s --no-progress-meter -Z --parallel-max 16 -K "$W/curl.cfg"
+strace -f -c -o "$W/curl.txt" "$CURL" -s --no-progress-meter -Z --parallel-max 16 -K "$W/curl.cfg"
 for tool in dropfetch curl; do
-    awk -v n="$N" -v t="$tool" '/ total$/ { printf "%s: %.1f system calls per job (strace)\n", t, $4 / n }' "$W/$tool.txt"
+    label=$tool; [[ $tool == curl ]] && label=$("$CURL" --version | head -n 1 | cut -d' ' -f1-2)
+    awk -v n="$N" -v t="$label" '/ total$/ { printf "%s: %.1f system calls per job (strace)\n", t, $4 / n }' "$W/$tool.txt"
     awk -v n="$N" 'NR > 2 && $NF != "total" && NF >= 5 && $4 ~ /^[0-9]+$/ { printf "  %-14s %6.1f\n", $NF, $4 / n }' "$W/$tool.txt" \
         | sort -k2 -n -r | head -12
 done
@@ -45,8 +48,8 @@ if command -v perf >/dev/null && [[ $(count true) =~ ^[0-9]+$ ]]; then
     for (( i = 1; i <= N; i++ )); do echo "http://127.0.0.1:$port/f$i.bin" > "$W/spool/inbox/j$i.url"; done
     touch -d '10 seconds ago' "$W"/spool/inbox/*.url
     busy=$(count "$BIN" run --once --config "$W/config.yaml")
-    curl_one=$(count curl -s -o /dev/null "http://127.0.0.1:$port/f1.bin")
-    curl_all=$(count curl -s --no-progress-meter -Z --parallel-max 16 -K "$W/curl.cfg")
+    curl_one=$(count "$CURL" -s -o /dev/null "http://127.0.0.1:$port/f1.bin")
+    curl_all=$(count "$CURL" -s --no-progress-meter -Z --parallel-max 16 -K "$W/curl.cfg")
     awk -v a="$idle" -v b="$busy" -v c="$curl_one" -v d="$curl_all" -v n="$N" 'BEGIN {
         printf "perf stat: dropfetch %.1f, curl %.1f system calls per job (ratio %.2f)\n", (b - a) / n, (d - c) / n, (b - a) / (d - c) }'
 fi
