@@ -278,8 +278,10 @@ final class JobIntake: AgentPart {
         record.priority = spec.priority ?? jobClass?.priority ?? 0
         record.ignoredOptions = spec.ignoredOptions.isEmpty ? nil : spec.ignoredOptions
 
+        // A claim writes a state first for a job from a routing folder or under another name (SpoolClaim).
+        let claimWroteState = !folder.isEmpty || workName != jobName
         let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
-                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil)
+                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil || claimWroteState)
         table.add(job)
         if let previous { restore(job, from: previous) }
         if job.isFinished { return filer.fileJob(job) }

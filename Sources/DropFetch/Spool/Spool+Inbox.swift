@@ -114,17 +114,29 @@ extension Spool {
         }
 
         /// `Spool.claim(_:from:)`.
-        func claim(_ name: String, from folder: DirectoryHandle) throws(SystemError) -> String? {
+        func claim(_ name: String, from folder: DirectoryHandle, state: StatusRecord? = nil) throws(SystemError) -> String? {
             let workFolder = try workHandle()
             for candidate in Spool.candidateNames(name) {
+                // What recovery cannot learn from the work name is on disk before the job is:
+                // its own name (claimed as `x.1.url`) and routing folder, or its released hints.
+                let stated = state ?? (candidate == name ? nil
+                    : StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agentID,
+                                   submitted: Timestamp.now()))
+                let statePath = work + "/" + Spool.stateName(forJob: candidate)
+                if let stated { try AtomicFile.write(stated.encoded(), to: statePath, durable: false) }
                 do {
                     try FileSystem.moveIntoPrivateFolder(folder.descriptor, name, workFolder.descriptor, candidate,
                                                          describing: folder.path + "/" + name, workFolder.path + "/" + candidate)
                     return candidate
                 } catch where error.code == ENOENT {
+                    if stated != nil { try? FileSystem.removeIfPresent(statePath) }
                     return nil
                 } catch where error.code == EEXIST {
+                    if stated != nil { try? FileSystem.removeIfPresent(statePath) }
                     continue
+                } catch {
+                    if stated != nil { try? FileSystem.removeIfPresent(statePath) }
+                    throw error
                 }
             }
             throw SystemError(code: EEXIST, operation: "claim", path: folder.path + "/" + name)
@@ -143,12 +155,14 @@ extension Spool {
             return ReleasedState.parse(file.bytes, now: Int64(time(nil)))
         }
 
-        /// `Spool.adoptReleasedState`.
-        func adoptReleasedState(named name: String, in folder: DirectoryHandle, as workName: String) -> StatusRecord? {
-            guard let released = releasedState(named: name, in: folder) else { return nil }
-            let record = released.record(job: name, agent: agentID)
-            try? folder.removeIfPresent(Spool.releasedStateName(forJob: name))
-            try? AtomicFile.write(record.encoded(), to: work + "/" + Spool.stateName(forJob: workName), durable: false)
+        /// The state a claim of job `name` from routing folder `folder` writes before it moves the
+        /// job: the released hints (taken from the inbox), and the folder; nil when neither is there.
+        func claimState(of name: String, from folder: String, hints: ReleasedState?) -> StatusRecord? {
+            guard hints != nil || !folder.isEmpty else { return nil }
+            var record = hints?.record(job: name, agent: agentID)
+                ?? StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agentID,
+                                submitted: Timestamp.now())
+            if !folder.isEmpty { record.folder = folder }
             return record
         }
     }
@@ -228,12 +242,5 @@ extension Spool {
 
     func releasedState(named name: String, in folder: DirectoryHandle) -> ReleasedState? {
         claiming.releasedState(named: name, in: folder)
-    }
-
-    /// Takes up a claimed job's released state: the hints are written as the job's state file in
-    /// work/ (by the agent, from the checked values alone) and the inbox's sidecar is removed.
-    /// The sidecar's own bytes never leave the inbox.
-    func adoptReleasedState(named name: String, in folder: DirectoryHandle, as workName: String) -> StatusRecord? {
-        claiming.adoptReleasedState(named: name, in: folder, as: workName)
     }
 }

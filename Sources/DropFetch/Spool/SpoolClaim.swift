@@ -45,16 +45,25 @@ enum SpoolClaim {
                 }
             }
             do {
-                guard let workName = try spool.claim(entry.name, from: folder) else { return .gone }
+                // A kill right after the move must not lose the job's routing folder (its class and
+                // priority; where hold and release put it) nor its released hints.
+                let hints = adoptsReleasedState ? spool.releasedState(named: entry.name, in: folder) : nil
+                let state = spool.claimState(of: entry.name, from: entry.folder, hints: hints)
+                guard let workName = try spool.claim(entry.name, from: folder, state: state) else { return .gone }
                 spool.crashPlan?.reach(.claimed)
                 let contents = known.flatMap { spool.stillReads($0, as: workName) }.map { .success($0) }
                     ?? spool.readClaimedJob(workName, limit: limit)
                 if case .failure(.transient(let error)) = contents {
                     // Out of descriptors: the file is not at fault. It goes back to the inbox and is
                     // claimed again after a delay; if that fails too, it stays claimed and unread.
-                    if (try? spool.unclaim(workName, to: entry.name, in: folder)) != nil { return .failed(error) }
+                    if (try? spool.unclaim(workName, to: entry.name, in: folder)) != nil {
+                        try? FileSystem.removeIfPresent(spool.work + "/" + Spool.stateName(forJob: workName))
+                        return .failed(error)
+                    }
                 }
-                let previous = adoptsReleasedState ? spool.adoptReleasedState(named: entry.name, in: folder, as: workName) : nil
+                // The hints went into the state with the claim; the inbox's copy is not needed.
+                if hints != nil { try? folder.removeIfPresent(Spool.releasedStateName(forJob: entry.name)) }
+                let previous = hints != nil ? state : nil
                 return .claimed(workName: workName, previous: previous, contents: contents)
             } catch {
                 return .failed(error)

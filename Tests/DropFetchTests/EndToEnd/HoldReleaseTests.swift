@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// docs/spool.md "Hold and release" and §3 `attempts` (issue 9, items 10 and 11): `hold` moves the
@@ -107,6 +108,37 @@ struct HoldReleaseTests {
         expectDone(fixture, "route.url", body: body)
         let status = fixture.statusObject("done", "route.url")
         #expect(status?["class"] as? String == "urgent", "\(status ?? [:])")
+        #expect(StatusFields.int(status?["priority"]) == 100)
+    }
+
+    @Test("kill -9 right after the claim of a routing-folder job: its folder is on disk (class urgent when resumed; hold and release put it back in inbox/urgent/)",
+          arguments: [false, true])
+    func claimKeepsTheRoutingFolder(holdAfterKill: Bool) throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(300_000, seed: 9_963)
+        server.serve("/kept.bin", body: body)
+        let fixture = try SpoolFixture(extraConfig: """
+            classes:
+              - name: urgent
+                match: { folder: urgent }
+                priority: 100
+
+            """)
+        try fixture.drop("kept.url", server.url("/kept.bin") + "\n", folder: "urgent")
+        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
+                                          environment: ["DROPFETCH_CRASH_AT": "claimed:1"], log: fixture.logPath, in: fixture)
+        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        #expect(fixture.jobs(in: "work/test-agent") == ["kept.url"])
+        if holdAfterKill {
+            #expect(try fixture.runCLI(["hold", "kept"]) == 0)
+            #expect(fixture.jobs(in: "hold/urgent") == ["kept.url"], "\(fixture.log)")
+            #expect(try fixture.runCLI(["release", "kept"]) == 0)
+            #expect(fixture.jobs(in: "inbox/urgent") == ["kept.url"], "\(fixture.log)")
+        }
+        #expect(try AgentProcess.run(["run", "--once"], config: fixture.configPath, log: fixture.logPath, in: fixture) == .exited(0))
+        expectDone(fixture, "kept.url", body: body)
+        let status = fixture.statusObject("done", "kept.url")
+        #expect(status?["class"] as? String == "urgent", "\(status ?? [:])\n\(fixture.log)")
         #expect(StatusFields.int(status?["priority"]) == 100)
     }
 }
