@@ -370,7 +370,7 @@ for f in sorted(os.listdir(dest)):
             unreferenced.append(f + (f" (owner job {owner[1]}, {owner[2]})" if owner else " (no owner mark)" if claim is None else f" (claim {claim})"))
 for p in problems: print("PROBLEM", p)
 if unreferenced:
-    print(f"NOTE {len(unreferenced)} file(s) in the destination named by no done job (a job held or released after publishing fetches again): {'; '.join(unreferenced[:20])}")
+    print(f"NOTE {len(unreferenced)} file(s) in the destination named by no done job (a job held after it published its file and before it was filed: released, it fetches again; cancelled, the file stays): {'; '.join(unreferenced[:20])}")
 print(f"SOAK jobs={len(jobs)} done={count['done']} failed={count['failed']} cancelled={count['cancelled']} held={count['held']} kills={kills} problems=%d" % len(problems))
 PY
 out=$(python3 "$W/check.py" "$W" "$kills")
