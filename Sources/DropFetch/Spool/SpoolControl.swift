@@ -137,23 +137,20 @@ public enum SpoolControl {
         record.started = state?.started
         record.finished = Timestamp.now()
         record.error = failure
-        if let state {
-            record.downloads = state.downloads.map { download in
-                var entry = download
-                if entry.state != .done {
-                    entry.state = .cancelled
-                    entry.error = failure
-                    // Its partial data is removed below (docs/status-files.md, `bytes`).
-                    entry.bytes = 0
-                }
-                return entry
-            }
-        } else if case .success(let spec) = spec {
-            record.downloads = spec.downloads.map { download in
-                var entry = DownloadStatus(url: Redaction.url(download.urls[0]), file: nil, state: .cancelled)
+        // Each download as the state saw it; from the job file where the state has no entry or
+        // only hints (a claim's state, a released job's), which name no URL.
+        let saved = state?.downloads ?? []
+        let listed = (try? spec.get())?.downloads ?? []
+        record.downloads = (0..<max(saved.count, listed.count)).map { index in
+            var entry = index < saved.count && (!saved[index].url.isEmpty || index >= listed.count) ? saved[index]
+                : DownloadStatus(url: Redaction.url(listed[index].urls[0]), file: nil, state: .queued)
+            if entry.state != .done {
+                entry.state = .cancelled
                 entry.error = failure
-                return entry
+                // Its partial data is removed below (docs/status-files.md, `bytes`).
+                entry.bytes = 0
             }
+            return entry
         }
         let target = try spool.file(path: source, as: .failed, status: record)
         if let stateFile { try? FileSystem.removeIfPresent(stateFile.path) }

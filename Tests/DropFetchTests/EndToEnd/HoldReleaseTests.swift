@@ -141,4 +141,24 @@ struct HoldReleaseTests {
         #expect(status?["class"] as? String == "urgent", "\(status ?? [:])\n\(fixture.log)")
         #expect(StatusFields.int(status?["priority"]) == 100)
     }
+
+    @Test("cancel of a job whose state has no download yet (killed right after its claim): the cancelled status lists its URL")
+    func cancelAfterClaimListsTheDownload() throws {
+        let server = try TestHTTPServer()
+        server.serve("/gone.bin", body: TestHTTPServer.randomBytes(10_000, seed: 9_964))
+        let fixture = try SpoolFixture()
+        let url = server.url("/gone.bin")
+        try fixture.drop("gone.url", url + "\n", folder: "routed")
+        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
+                                          environment: ["DROPFETCH_CRASH_AT": "claimed:1"], log: fixture.logPath, in: fixture)
+        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        #expect(try fixture.runCLI(["cancel", "gone"]) == 0)
+        #expect(fixture.jobs(in: "failed") == ["gone.url"])
+        let status = fixture.statusObject("failed", "gone.url")
+        let downloads = status?["downloads"] as? [[String: Any]] ?? []
+        #expect(downloads.count == 1, "\(status ?? [:])")
+        #expect(downloads.first?["url"] as? String == url)
+        #expect(downloads.first?["state"] as? String == "cancelled")
+        #expect(status?["state"] as? String == "cancelled")
+    }
 }
