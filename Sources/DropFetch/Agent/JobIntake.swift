@@ -23,23 +23,22 @@ final class JobIntake: AgentPart {
     /// Looks at every job file in the inbox: settled ones are indexed, the rest looked at again
     /// once they may have settled (a writer may still be at work). Each new file is opened once:
     /// its queue hints and its time (arrival order, settle check) come from that read's fstat(2).
+    /// They are indexed by path: the scheduler orders by arrival, and among equal arrivals by
+    /// index order, so the queue is as if sorted by (mtime, path) without holding every file's
+    /// hints at once.
     func scanInbox() {
         let now = Agent.wallNanoseconds()
         let scan = spool.scanInboxReporting(withTimes: false)
         noteScanProblems(scan)
         releasedStates.formUnion(scan.releasedStates)
-        let found = scan.entries.lazy.filter { [inbox] in !inbox.contains($0.relativePath) }.enumerated().map { number, entry in
-            var hints = self.hints(for: entry.relativePath)
-            // Only as many files' bytes are held here as the index keeps.
-            if number >= InboxIndex.keptLimit { hints.contents = nil }
-            let modified = hints.modified ?? (try? FileSystem.lstatus(self.spool.inbox + "/" + entry.relativePath)).map {
+        let paths = scan.entries.lazy.map(\.relativePath).filter { [inbox] in !inbox.contains($0) }.sorted()
+        for path in paths {
+            let hints = self.hints(for: path)
+            let modified = hints.modified ?? (try? FileSystem.lstatus(spool.inbox + "/" + path)).map {
                 Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
             } ?? 0
-            return (path: entry.relativePath, modified: modified, hints: hints)
-        }
-        for entry in found.sorted(by: { ($0.modified, $0.path) < ($1.modified, $1.path) }) {
-            if inbox.scanned(entry.path, modified: entry.modified, now: now) {
-                index(entry.path, arrival: entry.modified, settled: true, hints: entry.hints)
+            if inbox.scanned(path, modified: modified, now: now) {
+                index(path, arrival: modified, settled: true, hints: hints)
             }
         }
     }

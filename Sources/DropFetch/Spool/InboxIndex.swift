@@ -25,7 +25,7 @@ struct InboxIndex {
     /// job). Kept for small files and at most `keptLimit` of them, so that a queue of a million
     /// jobs does not hold its files in memory.
     private var kept: [String: JobFileReader.Contents] = [:]
-    static let keptLimit = 20_000
+    static let keptLimit = 4096
     static let keptMaxBytes = 4096
 
     var count: Int { candidates.count }
