@@ -80,7 +80,7 @@ if readelf -d "$bin" | grep -q '(RELR)'; then
   (( size < size_limit )) || fail "the installed binary is $size bytes, $size_mb: not under $size_limit bytes"
   ok "the installed binary is $size bytes, $size_mb: under $size_limit"
 else
-  ok "the installed binary is $size bytes, $size_mb; no DT_RELR (glibc $(getconf GNU_LIBC_VERSION)): size limit not applied"
+  ok "the installed binary is $size bytes, $size_mb; no DT_RELR ($(getconf GNU_LIBC_VERSION)): size limit not applied"
 fi
 mkdir -p "$scratch/spool/inbox" "$scratch/cwd"
 printf 'spool: %s/spool\nagent_id: install-check\n' "$scratch" >"$scratch/config.yaml"
