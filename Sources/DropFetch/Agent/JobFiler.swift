@@ -167,12 +167,16 @@ final class JobFiler: AgentPart {
         let workName = job.workName
         let path = spool.statePath(for: workName)
         job.noteStateWritten()
-        context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table] error in
+        context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table, spool] error in
             if let error { return logger.error("cannot write the state of \(workName): \(error)") }
-            // The job left the work folder (hold, cancel) while this was written, or its filing
-            // began (on the finish-steps worker, which may have removed the file before this
-            // wrote it): the file is stale.
-            if let current = table.job(workName: workName), !table.isCommitting(current) { return }
+            if let current = table.job(workName: workName) {
+                guard table.isCommitting(current) else { return }
+                // Its filing began on the finish-steps worker, which removes the state once the job
+                // file is filed: while the job file is still here, recovery needs the state (its
+                // name, routing folder and class; found by the soak), and the filing removes it.
+                if FileSystem.exists(spool.work + "/" + workName) { return }
+            }
+            // Filed, or left the work folder (hold, cancel) while this was written: stale.
             try? FileSystem.removeIfPresent(path)
         }
     }
