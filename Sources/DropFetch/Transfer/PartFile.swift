@@ -379,8 +379,10 @@ final class PartFile {
     /// before a segment's bytes land, so that a kill on this boot resumes them, and a one-connection
     /// resume never takes a hole for data. Pieces already counted as synced stay counted.
     func recordPieces(_ pieces: PieceMap) throws(SystemError) {
+        // Data written in order until now: its synced prefix counts as a synced piece.
+        let syncedBefore = record.syncedPieces ?? (record.pieces == nil && record.bytes > 0 ? [PieceMap.Range(0, record.bytes)] : [])
         record.pieces = pieces.done
-        let synced = PieceMap(total: pieces.total, done: record.syncedPieces ?? [])
+        let synced = PieceMap(total: pieces.total, done: syncedBefore)
         record.syncedPieces = synced.intersection(pieces).done
         try writeRecord()
     }
@@ -391,6 +393,17 @@ final class PartFile {
         if durable { try file.syncData() }
         record.pieces = pieces.done
         record.syncedPieces = pieces.done
+        try writeRecord()
+    }
+
+    /// Counts `pieces` (the map when a sync was asked for, `cuts` cuts ago) as synced once the
+    /// caller made them durable (a GroupCommit `.data` sync), as `recordDurable` does for data in order.
+    func recordSynced(pieces: PieceMap, cuts cutsThen: Int) throws(SystemError) {
+        guard cutsThen == cuts, let written = record.pieces else { return }
+        let synced = PieceMap(total: pieces.total, done: (record.syncedPieces ?? []) + pieces.done)
+            .intersection(PieceMap(total: pieces.total, done: written))
+        guard synced.done != record.syncedPieces else { return }
+        record.syncedPieces = synced.done
         try writeRecord()
     }
 

@@ -35,7 +35,7 @@ final class SegmentWindow {
     var requested: SegmentPlan.Segment { SegmentPlan.Segment(id: id, start: start, next: start, end: requestedEnd) }
     var isComplete: Bool { next >= end }
 
-    fileprivate func advance(by count: Int64) {
+    func advance(by count: Int64) {
         wrote?(PieceMap.Range(next, next + count))
         next += count
     }
@@ -74,6 +74,7 @@ extension Transfer {
                 return false
             }
             segment.advance(by: Int64(count))
+            crashPlan?.reach(.midSegment)
         }
         if segment.isComplete {
             state = .segmentComplete
