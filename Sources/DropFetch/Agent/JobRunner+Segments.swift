@@ -178,7 +178,11 @@ extension JobRunner {
     func finishSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit) {
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
-        job.apply(.transferEnded(now: MonotonicClock.now()), to: index)
+        let now = MonotonicClock.now()
+        job.apply(.transferEnded(now: now), to: index)
+        if let completedAt = group.completedAt {
+            logger.debug("split download hashed", metadata: ["job": "\(job.record.job)", "hash_wait_ms": "\(now - completedAt)"])
+        }
         let status = lead.easy.info(long: CURLINFO_RESPONSE_CODE)
         switch group.result(httpStatus: status == 0 ? nil : status, resumedFrom: job.downloads[index].status.resumedFrom,
                             contentDisposition: lead.response(header: "content-disposition")) {

@@ -132,8 +132,12 @@ final class SegmentedDownload {
     /// Once complete: tells the digest worker where the data ends; the descriptor to poll until
     /// the digests are ready, nil when nothing is left to wait for.
     func digestPending() -> Int32? {
-        digester?.end(size: plan.map.total)
+        completedAt = MonotonicClock.now()
+        return digester?.end(size: plan.map.total)
     }
+
+    /// When every piece was in (monotonic ms): the log says how long the digests took after it.
+    private(set) var completedAt: Int64?
 
     /// The result of the complete download: its digests checked against the job's `checksum=`.
     func result(httpStatus: Int?, resumedFrom: Int64, contentDisposition: String?) -> TransferOutcome {

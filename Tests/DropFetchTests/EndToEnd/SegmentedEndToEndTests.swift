@@ -113,9 +113,13 @@ struct SegmentedEndToEndTests {
         #expect(TestHTTPServer.sha256Hex(file) == TestHTTPServer.sha256Hex(changed), "a spliced or old file")
         #expect(try fixture.status("done", "c.url").downloads[0].sha256 == TestHTTPServer.sha256Hex(changed))
         #expect(fixture.log.contains("starting over on one connection"), "\(fixture.log)")
-        // After the refusal: one request from zero, no range.
-        let last = try #require(server.completedRequests().last)
-        #expect(last.header("range") == nil && last.status == 200 && last.bodyBytesSent == changed.count)
+        // After the refusal: one request from zero, no range; every segment asked for the first version.
+        let requests = server.completedRequests()
+        let seen = requests.map { "\($0.header("range") ?? "whole") \($0.status) \($0.bodyBytesSent)" }
+        let whole = requests.filter { $0.header("range") == nil }
+        #expect(whole.count == 2, "\(seen)")
+        #expect(whole.last.map { $0.status == 200 && $0.bodyBytesSent == changed.count } == true, "\(seen)")
+        #expect(requests.filter { $0.header("range") != nil }.allSatisfy { $0.header("if-range") == "\"v1\"" }, "\(seen)")
     }
 
     @Test("a server that answers ranges with 200: the download finishes on one connection, file right")
@@ -165,5 +169,59 @@ struct SegmentedEndToEndTests {
         #expect((4.0...7.5).contains(elapsed), "took \(elapsed) s")
         #expect(fixture.downloaded("r.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
         #expect(server.maxConcurrentRequests >= 2, "never split: peak \(server.maxConcurrentRequests)")
+    }
+
+    /// The pieces `[start, end)` the resume record of `part` names, and the ones it counts as synced.
+    private func recordedPieces(_ part: String) -> (written: [(Int, Int)], synced: [(Int, Int)]) {
+        guard let data = FileManager.default.contents(atPath: part + ".json"),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return ([], []) }
+        func ranges(_ key: String) -> [(Int, Int)] { (object[key] as? [[Int]] ?? []).map { ($0[0], $0[1]) } }
+        return (ranges("pieces"), ranges("syncedPieces"))
+    }
+
+    /// Requests after the first `count` that ask again for a byte of `pieces`.
+    private func askedAgain(_ server: TestHTTPServer, after count: Int, _ pieces: [(Int, Int)], size: Int) -> [String] {
+        server.completedRequests().dropFirst(count).compactMap { request in
+            let (first, last) = SegmentCrashMatrixTests.asked(request, size: size)
+            let overlaps = pieces.filter { $0.0 <= last && first < $0.1 }
+            return overlaps.isEmpty ? nil : "\(request.header("range") ?? "whole") overlaps \(overlaps)"
+        }
+    }
+
+    @Test("hold and release, then SIGTERM and a new run, mid-split: the record keeps the pieces, each restart asks only for the rest")
+    func holdAndShutdownKeepPieces() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(16 * Self.mib, seed: 2608)
+        server.serve("/p.bin", body: body, faults: [.drip(bytesPerChunk: 16 << 10, interval: .milliseconds(40))])
+        let fixture = try SpoolFixture()
+        let config = try fixture.writeAgentConfig(agentID: "test-agent", "split: { connections: 8, min_size: 1MiB }\nconcurrency: { total: 8, per_host: 8 }\n")
+        let agent = try AgentProcess(["run"], config: config, log: fixture.logPath, in: fixture)
+        try agent.start()
+        try fixture.drop("p.url", server.url("/p.bin") + "\n  split=8\n")
+        let part = fixture.partPath("p.bin")
+
+        #expect(try waitUntil(timeout: .seconds(10)) { (runningEntry(fixture, "p.url")?["connections"] as? Int ?? 0) > 1 }, "\(fixture.logTail())")
+        #expect(try fixture.runCLI(["hold", "p"], config: config) == 0)
+        #expect(try waitUntil { server.requests(to: "/p.bin").allSatisfy(\.isFinished) })
+        let held = recordedPieces(part)
+        #expect(held.written.count > 1, "no pieces with holes recorded at the hold: \(held.written)")
+        let beforeRelease = server.completedRequests().count
+        #expect(try fixture.runCLI(["release", "p"], config: config) == 0)
+
+        // Split again: more than one request of the resumed download in flight.
+        #expect(try waitUntil(timeout: .seconds(10)) {
+            server.requests.dropFirst(beforeRelease).filter { !$0.isFinished }.count > 1
+        }, "\(fixture.logTail())")
+        #expect(try agent.stop() == .exited(0), "\(fixture.logTail())")
+        let stopped = recordedPieces(part)
+        #expect(!stopped.written.isEmpty && stopped.synced.count == stopped.written.count, "a shutdown syncs every piece: \(stopped)\n\(fixture.log)")
+        let beforeRestart = server.completedRequests().count
+        #expect(askedAgain(server, after: beforeRelease, held.written, size: body.count).isEmpty)
+
+        #expect(try AgentProcess.run(["run", "--once"], config: config, log: fixture.logPath, in: fixture) == .exited(0),
+                "\(fixture.logTail())")
+        #expect(fixture.downloaded("p.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+        #expect(askedAgain(server, after: beforeRestart, stopped.written, size: body.count).isEmpty)
+        #expect(try fixture.status("done", "p.url").attempts == 1)
     }
 }
