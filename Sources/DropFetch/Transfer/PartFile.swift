@@ -461,6 +461,14 @@ final class PartFile {
 
     static let writebackChunk: Int64 = 8 << 20
 
+    /// Hands `[start, end)`, bytes a segment wrote at its offset, to the kernel's writeback, as
+    /// `startWritebackIfDue` does for data in order, so that the fdatasync before publishing finds
+    /// little left to write.
+    func startWriteback(from start: Int64, to end: Int64) {
+        guard durable, end > start else { return }
+        _ = dfl_start_writeback(file.rawValue, start, end - start)
+    }
+
     private var recordTempName: String { "." + recordName + ".tmp" }
 
     /// Writes the record, stamped with this boot: in place over its file (pwrite(2) of the same
