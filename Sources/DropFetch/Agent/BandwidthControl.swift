@@ -89,7 +89,7 @@ final class BandwidthControl: AgentPart {
             }
         }
         for (key, metered) in running where !suspend(metered, key: key) {
-            for connection in metered.connections { hookLimit(connection, key: key) }
+            for connection in metered.connections { hookLimit(connection, key: key, connections: metered.connections.count) }
         }
         suspended.formIntersection(running.keys)
         context.metrics?.bytesByClass = transferMeter.bytesByClass
@@ -162,7 +162,7 @@ final class BandwidthControl: AgentPart {
     /// (CURLOPT_LOW_SPEED_LIMIT) within reach of the transfer's share: a transfer that the agent
     /// holds to 20 KB/s cannot keep a 50 KB/s low-speed rule, so under a limit the rule asks for half
     /// the share it gets when every transfer wants all it can.
-    private func hookLimit(_ transfer: Transfer, key: Int) {
+    private func hookLimit(_ transfer: Transfer, key: Int, connections: Int) {
         let configured = config.limits.lowSpeed.bytesPerSecond
         guard bandwidth.isLimited(key) else {
             guard transfer.admit != nil else { return }
@@ -176,7 +176,8 @@ final class BandwidthControl: AgentPart {
             }
         }
         if configured > 0, let share = bandwidth.evenShare(of: key) {
-            try? transfer.easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(max(1, min(configured, share / 2))))
+            // A split download's connections share its rate: each gets its part of the rule.
+            try? transfer.easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(max(1, min(configured, share / 2 / Int64(max(1, connections))))))
         }
     }
 
