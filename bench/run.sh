@@ -484,20 +484,24 @@ if want p6; then
 fi
 
 if want p7; then
-    # tool:split:location; the unthrottled pair last, so that the throttled runs see a quiet disk.
+    # tool:split:location[:none]; the unthrottled pair last, so that the throttled runs see a quiet
+    # disk. `none`: digest: none, which shows what the sha256 costs beside aria2c (which has none).
     p7_runs=(dropfetch:8:limited dropfetch:1:limited)
     (( HAVE_ARIA2 )) && p7_runs+=(aria2c:8:limited)
+    (( DIGEST_NONE )) && p7_runs+=(dropfetch:8:limited:none)
     p7_runs+=(dropfetch:8:open dropfetch:1:open)
+    (( DIGEST_NONE )) && p7_runs+=(dropfetch:8:open:none dropfetch:1:open:none)
     for (( r = 1; r <= BENCH_P7_REPEAT; r++ )); do
         for run in "${p7_runs[@]}"; do
-            IFS=: read -r tool split where <<<"$run"
+            IFS=: read -r tool split where digest <<<"$run"
             url=$BASE/p7.bin; [[ $where == limited ]] && url=$BASE/limited/p7.bin
             w=$D/p7; rm -rf -- "$w"; mkdir -p "$w"; sync
-            script_run "p7-$tool-$split-$where-$r" env DROPFETCH="$DROPFETCH" WORK="$w" URL="$url" SHA="$P7_SHA" \
-                TOOL="$tool" SPLIT="$split" "$ROOT/bench/p7-split.sh"
-            [[ $(field "$LINE" ok) == 1 ]] || fail_run "p7-$tool-$split-$where-$r" "$w/log" "wrong file or exit status: $LINE"
-            add "p7-$where|$tool-$split" "$(field "$LINE" wall_s)"
-            [[ $tool == dropfetch ]] && add "p7-$where|$tool-$split-connections" "$(field "$LINE" connections)"
+            label="p7-$tool-$split-$where${digest:+-$digest}-$r"
+            script_run "$label" env DROPFETCH="$DROPFETCH" WORK="$w" URL="$url" SHA="$P7_SHA" \
+                TOOL="$tool" SPLIT="$split" DIGEST="${digest:-sha256}" "$ROOT/bench/p7-split.sh"
+            [[ $(field "$LINE" ok) == 1 ]] || fail_run "$label" "$w/log" "wrong file or exit status: $LINE"
+            add "p7-$where|$tool-$split${digest:+-$digest}" "$(field "$LINE" wall_s)"
+            [[ $tool == dropfetch ]] && add "p7-$where|$tool-$split${digest:+-$digest}-connections" "$(field "$LINE" connections)"
         done
     done
     rm -rf -- "$D/p7"
@@ -582,9 +586,15 @@ if want p7; then
     ra=$(ratio "$s8" "$a8")
     row P7 "  same, split=8 vs aria2c -x8 -s8 -k1M (same run)" "$(s "$s8")" "≤ 1.0 × aria2c" "-" "$(s "$a8")" \
         "$([[ -n $ra ]] && echo "$ra × aria2c: $(check "$ra" "<=" 1.0)" || echo "no aria2c")"
+    n8=$(median "p7-limited|dropfetch-8-none")
+    [[ -n $n8 ]] && row P7 "  same, split=8 with digest: none (no sha256, like aria2c; no target)" "$(s "$n8")" "-" "-" "$(s "$a8")" \
+        "$(ratio "$n8" "$a8") × aria2c"
     o8=$(median "p7-open|dropfetch-8"); o1=$(median "p7-open|dropfetch-1"); ro=$(ratio "$o8" "$o1")
     row P7 "  unthrottled (loopback): split=8 vs one connection ($(s "$o1"))" "$(s "$o8")" "≤ 1.05 × one connection" "-" "-" \
         "${ro:-?} × one connection: $(check "$ro" "<=" 1.05)"
+    on8=$(median "p7-open|dropfetch-8-none"); on1=$(median "p7-open|dropfetch-1-none")
+    [[ -n $on8 ]] && row P7 "  same, both with digest: none (no target)" "$(s "$on8")" "-" "-" "-" \
+        "$(ratio "$on8" "$on1") × one connection ($(s "$on1"))"
 fi
 
 version_of() { "$@" 2>&1 | head -n 1 | cut -c1-70 || true; }
