@@ -154,13 +154,30 @@ struct SegmentedEndToEndTests {
         #expect(server.completedRequests().contains { $0.header("range") != nil })
     }
 
-    @Test("max-download-limit=800K with split=4 holds on the sum: 4 MiB in 4–7.5 s over more than one connection")
-    func rateLimitOnTheSum() throws {
+    /// Where a rate limit of 800K comes from: the job file, `limits.rate_limit` or the job's class.
+    struct RateLimit: Sendable, CustomTestStringConvertible {
+        let name: String
+        let jobLine: String
+        let config: String
+        let folder: String
+        var testDescription: String { name }
+    }
+
+    static let rateLimits = [
+        RateLimit(name: "max-download-limit=800K", jobLine: "  max-download-limit=800K\n", config: "", folder: ""),
+        RateLimit(name: "limits.rate_limit 800K", jobLine: "", config: "limits: { rate_limit: 800K }\n", folder: ""),
+        RateLimit(name: "a class's rate_limit 800K", jobLine: "",
+                  config: "classes:\n  - name: slow\n    match: { folder: slow }\n    rate_limit: 800K\n", folder: "slow"),
+    ]
+
+    @Test("a rate limit holds on the sum of a split download's connections: 4 MiB at 800K in 4–7.5 s over more than one connection",
+          arguments: rateLimits)
+    func rateLimitOnTheSum(_ limit: RateLimit) throws {
         let server = try TestHTTPServer()
         let body = TestHTTPServer.randomBytes(4 * Self.mib, seed: 2607)
         server.serve("/r.bin", body: body)
-        let fixture = try fixture()
-        try fixture.drop("r.url", server.url("/r.bin") + "\n  split=4\n  max-download-limit=800K\n")
+        let fixture = try fixture("concurrency: { total: 8, per_host: 8 }\n" + limit.config)
+        try fixture.drop("r.url", server.url("/r.bin") + "\n  split=4\n" + limit.jobLine, folder: limit.folder)
         let start = ContinuousClock.now
         #expect(try fixture.runOnce() == 0, "\(fixture.log)")
         let (seconds, fraction) = (ContinuousClock.now - start).components
