@@ -12,15 +12,18 @@
 #   P5 an idle daemon's wake-ups (poll calls by strace) over BENCH_P5_SECONDS (30) (bench/p5-idle.sh)
 #   P6 BENCH_P6_JOBS (8000) jobs on one host, total 4, per_host 2, fsync off: CPU time; curl and aria2c
 #      fetching the same two at a time (bench/p6-scheduler.sh)
+#   P7 one BENCH_P7_MB (512) MiB file to disk from an nginx location with `limit_rate 8m` (per
+#      connection): split=8 against one connection and against `aria2c -x8 -s8 -k1M`; and unthrottled,
+#      split=8 against one connection (bench/p7-split.sh)
 #   ratelimit: bench/ratelimit.sh
 # Each case runs BENCH_WARMUP (1, P1/P2/P6 only) unmeasured and BENCH_REPEAT (3) measured times,
 # tools interleaved; the tables show medians. Every P1/P2 run's output is verified.
 # Environment: DROPFETCH (binary), CURL (the curl compared against; default bench/out/curl8/curl,
-# the curl 8 of bench/curl8.sh, when there is one, else curl), BENCH_ONLY (comma list of p1..p6,
+# the curl 8 of bench/curl8.sh, when there is one, else curl), BENCH_ONLY (comma list of p1..p7,
 # ratelimit; big = p1, small = p2), BENCH_REPEAT, BENCH_WARMUP, BENCH_DISK (/var/tmp), BENCH_BIG_MB,
 # BENCH_SMALL_COUNT, BENCH_P3_DROPS, BENCH_P3_LOAD, BENCH_P3_REPEAT, BENCH_P4_JOBS, BENCH_P5_SECONDS,
-# BENCH_P5_REPEAT, BENCH_P6_JOBS, BENCH_RATE, BENCH_RATE_MB, BENCH_RESULTS (bench/RESULTS.md; empty:
-# not written).
+# BENCH_P5_REPEAT, BENCH_P6_JOBS, BENCH_RATE, BENCH_RATE_MB, BENCH_P7_MB, BENCH_P7_REPEAT, BENCH_RESULTS
+# (bench/RESULTS.md; empty: not written).
 set -euo pipefail
 export LC_ALL=C
 umask 022
@@ -53,6 +56,8 @@ BENCH_P5_SECONDS=${BENCH_P5_SECONDS:-30}
 BENCH_P5_REPEAT=${BENCH_P5_REPEAT:-$BENCH_REPEAT}
 BENCH_P6_JOBS=${BENCH_P6_JOBS:-8000}
 BENCH_RATE_MB=${BENCH_RATE_MB:-4}
+BENCH_P7_MB=${BENCH_P7_MB:-512}
+BENCH_P7_REPEAT=${BENCH_P7_REPEAT:-$BENCH_REPEAT}
 BENCH_RESULTS=${BENCH_RESULTS-$ROOT/bench/RESULTS.md}
 SMALL_KIB=16
 CONCURRENCY=16
@@ -66,15 +71,15 @@ CASES=()
 for c in ${BENCH_ONLY//,/ }; do
     case $c in
         big) CASES+=(p1) ;; small) CASES+=(p2) ;;
-        p1|p2|p3|p4|p5|p6|ratelimit) CASES+=("$c") ;;
-        *) die "BENCH_ONLY: unknown case '$c' (p1 … p6, ratelimit; big, small)" ;;
+        p1|p2|p3|p4|p5|p6|p7|ratelimit) CASES+=("$c") ;;
+        *) die "BENCH_ONLY: unknown case '$c' (p1 … p7, ratelimit; big, small)" ;;
     esac
 done
-(( ${#CASES[@]} )) || CASES=(p1 p2 p3 p4 p5 p6 ratelimit)
+(( ${#CASES[@]} )) || CASES=(p1 p2 p3 p4 p5 p6 p7 ratelimit)
 want() { [[ " ${CASES[*]} " == *" $1 "* ]]; }
 
 for v in BENCH_REPEAT BENCH_BIG_MB BENCH_SMALL_COUNT BENCH_P3_DROPS BENCH_P3_REPEAT BENCH_P4_JOBS \
-         BENCH_P5_SECONDS BENCH_P5_REPEAT BENCH_P6_JOBS BENCH_RATE_MB; do
+         BENCH_P5_SECONDS BENCH_P5_REPEAT BENCH_P6_JOBS BENCH_RATE_MB BENCH_P7_MB BENCH_P7_REPEAT; do
     is_uint "${!v}" || die "$v must be a positive integer"
 done
 [[ $BENCH_WARMUP =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer"
@@ -126,6 +131,7 @@ want p2 && need_t=$(( need_t + BENCH_SMALL_COUNT * (SMALL_KIB + 4) / 1024 + 1 ))
 want p4 && need_t=$(( need_t + BENCH_P4_JOBS / 200 + 64 ))
 want p6 && need_t=$(( need_t + 2 * BENCH_P6_JOBS * (SMALL_KIB + 8) / 1024 + 1 ))
 want ratelimit && need_t=$(( need_t + 4 * BENCH_RATE_MB ))
+want p7 && need_t=$(( need_t + BENCH_P7_MB ))
 if (( EUID == 0 )); then
     T=$(mktemp -d /tmp/dropfetch-bench-tmpfs.XXXXXX)
     if mount -t tmpfs -o "size=${need_t}m,mode=0755" dropfetch-bench "$T" 2>/dev/null; then
@@ -154,6 +160,7 @@ need_d=64
 want p1 && need_d=$(( need_d + BENCH_BIG_MB ))
 want p2 && need_d=$(( need_d + 2 * BENCH_SMALL_COUNT * (SMALL_KIB + 8) / 1024 ))
 want p3 && need_d=$(( need_d + BENCH_P3_LOAD * (SMALL_KIB + 8) / 1024 ))
+want p7 && need_d=$(( need_d + BENCH_P7_MB ))
 avail_d=$(( $(df -P -k -- "$D" | awk 'NR == 2 { print $4 }') / 1024 ))
 (( avail_d >= need_d )) || die "$D has ${avail_d} MiB free, needs ${need_d} MiB"
 say "served from tmpfs $T; downloads and spools on $D ($DISK_FS on $DISK_SRC)"
@@ -171,6 +178,12 @@ if want p1; then
     say "creating big.bin (${BENCH_BIG_MB} MiB of random data)"
     head -c $(( BENCH_BIG_MB * 1048576 )) /dev/urandom > "$WWW/big.bin"
     BIG_SHA=$(sha256sum "$WWW/big.bin" | cut -d' ' -f1)
+fi
+P7_SHA=""
+if want p7; then
+    say "creating p7.bin (${BENCH_P7_MB} MiB of random data)"
+    head -c $(( BENCH_P7_MB * 1048576 )) /dev/urandom > "$WWW/p7.bin"
+    P7_SHA=$(sha256sum "$WWW/p7.bin" | cut -d' ' -f1)
 fi
 if want p2 || want p3 || want p6; then
     say "creating ${BENCH_SMALL_COUNT} files of ${SMALL_KIB} KiB"
@@ -218,6 +231,8 @@ $temp_paths
         listen 127.0.0.1:$port;
         root "$WWW";
         location / { }
+        # P7: the same files at 8 MiB/s per connection, as a server that caps each connection.
+        location /limited/ { alias "$WWW/"; limit_rate 8m; }
     }
 }
 NGINX
@@ -475,6 +490,30 @@ if want p6; then
     rm -rf -- "$T/p6"
 fi
 
+if want p7; then
+    # tool:split:location[:none]; the unthrottled pair last, so that the throttled runs see a quiet
+    # disk. `none`: digest: none, which shows what the sha256 costs beside aria2c (which has none).
+    p7_runs=(dropfetch:8:limited dropfetch:1:limited)
+    (( HAVE_ARIA2 )) && p7_runs+=(aria2c:8:limited)
+    (( DIGEST_NONE )) && p7_runs+=(dropfetch:8:limited:none)
+    p7_runs+=(dropfetch:8:open dropfetch:1:open)
+    (( DIGEST_NONE )) && p7_runs+=(dropfetch:8:open:none dropfetch:1:open:none)
+    for (( r = 1; r <= BENCH_P7_REPEAT; r++ )); do
+        for run in "${p7_runs[@]}"; do
+            IFS=: read -r tool split where digest <<<"$run"
+            url=$BASE/p7.bin; [[ $where == limited ]] && url=$BASE/limited/p7.bin
+            w=$D/p7; rm -rf -- "$w"; mkdir -p "$w"; sync
+            label="p7-$tool-$split-$where${digest:+-$digest}-$r"
+            script_run "$label" env DROPFETCH="$DROPFETCH" WORK="$w" URL="$url" SHA="$P7_SHA" \
+                TOOL="$tool" SPLIT="$split" DIGEST="${digest:-sha256}" "$ROOT/bench/p7-split.sh"
+            [[ $(field "$LINE" ok) == 1 ]] || fail_run "$label" "$w/log" "wrong file or exit status: $LINE"
+            add "p7-$where|$tool-$split${digest:+-$digest}" "$(field "$LINE" wall_s)"
+            [[ $tool == dropfetch ]] && add "p7-$where|$tool-$split${digest:+-$digest}-connections" "$(field "$LINE" connections)"
+        done
+    done
+    rm -rf -- "$D/p7"
+fi
+
 RATE_LINE=""
 if want ratelimit; then
     RATE_LINE=$(DROPFETCH="$DROPFETCH" CURL="$CURL" BENCH_RATE_MB="$BENCH_RATE_MB" "$ROOT/bench/ratelimit.sh" "$BASE" "$WWW" "$T/ratelimit")
@@ -545,6 +584,26 @@ if want p6; then
         "$(check "$d" "<=" 1.6)$( (( BENCH_P6_JOBS == 8000 )) || echo " (the target is for 8000)")"
 fi
 
+if want p7; then
+    s8=$(median "p7-limited|dropfetch-8"); s1=$(median "p7-limited|dropfetch-1"); a8=$(median "p7-limited|aria2c-8")
+    ideal=$(awk -v x="$s1" 'BEGIN { if (x > 0) printf "%.3f", x / 8 }')
+    r1=$(ratio "$s8" "$ideal")
+    row P7 "1 × ${BENCH_P7_MB} MiB at limit_rate 8m, disk: split=8 ($(median "p7-limited|dropfetch-8-connections") connections) vs one connection ($(s "$s1"))" \
+        "$(s "$s8")" "≤ 1.15 × (one ÷ 8 = $(s "$ideal"))" "-" "$(s "$a8")" "${r1:-?} × (one ÷ 8): $(check "$r1" "<=" 1.15)"
+    ra=$(ratio "$s8" "$a8")
+    row P7 "  same, split=8 vs aria2c -x8 -s8 -k1M (same run)" "$(s "$s8")" "≤ 1.0 × aria2c" "-" "$(s "$a8")" \
+        "$([[ -n $ra ]] && echo "$ra × aria2c: $(check "$ra" "<=" 1.0)" || echo "no aria2c")"
+    n8=$(median "p7-limited|dropfetch-8-none")
+    [[ -n $n8 ]] && row P7 "  same, split=8 with digest: none (no sha256, like aria2c; no target)" "$(s "$n8")" "-" "-" "$(s "$a8")" \
+        "$(ratio "$n8" "$a8") × aria2c"
+    o8=$(median "p7-open|dropfetch-8"); o1=$(median "p7-open|dropfetch-1"); ro=$(ratio "$o8" "$o1")
+    row P7 "  unthrottled (loopback): split=8 vs one connection ($(s "$o1"))" "$(s "$o8")" "≤ 1.05 × one connection" "-" "-" \
+        "${ro:-?} × one connection: $(check "$ro" "<=" 1.05)"
+    on8=$(median "p7-open|dropfetch-8-none"); on1=$(median "p7-open|dropfetch-1-none")
+    [[ -n $on8 ]] && row P7 "  same, both with digest: none (no target)" "$(s "$on8")" "-" "-" "-" \
+        "$(ratio "$on8" "$on1") × one connection ($(s "$on1"))"
+fi
+
 version_of() { "$@" 2>&1 | head -n 1 | cut -c1-70 || true; }
 commit=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -561,7 +620,7 @@ machine() {
     echo "- load average (1/5/15 min): $LOAD_START at the start, $LOAD_END at the end"
     echo "- disk (downloads, spools): $DISK_FS on $DISK_SRC under $BENCH_DISK; served data: tmpfs"
     echo "- dropfetch $commit ($DROPFETCH); $CURL_VERSION ($CURL)$( (( HAVE_ARIA2 )) && echo "; $(version_of aria2c --version)"); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
-    echo "- runs: warm-up $BENCH_WARMUP (P1, P2, P6), measured $BENCH_REPEAT (P3 $BENCH_P3_REPEAT, P5 $BENCH_P5_REPEAT); medians shown"
+    echo "- runs: warm-up $BENCH_WARMUP (P1, P2, P6), measured $BENCH_REPEAT (P3 $BENCH_P3_REPEAT, P5 $BENCH_P5_REPEAT, P7 $BENCH_P7_REPEAT); medians shown"
 }
 raw() {
     local k keys

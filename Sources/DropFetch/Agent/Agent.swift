@@ -195,7 +195,7 @@ public final class Agent {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: watchesWorkFolder ? pollTimeout() : min(pollTimeout(), workFolderWait()))
                 context.metrics?.loopStall.begin()
-                context.receiveBudget.beginTurn(running: table.runningCount) { table.transfer(key: $0) }
+                context.receiveBudget.beginTurn(running: table.connectionCount) { table.transfer(key: $0) }
                 bandwidth.resumeThrottledTransfers()
                 try multi.perform()
             } catch {
@@ -207,6 +207,7 @@ public final class Agent {
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
             runner.digestsReady { isReady($0) }
             for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
+            runner.openSegments()
             let workers = context.workers
             for worker in workers where isReady(worker.descriptor) { worker.collect() }
             // One budget for the ready steps of all workers, each first in turn, keeps the turn short.

@@ -30,9 +30,12 @@ final class BandwidthControl: AgentPart {
     /// When a throttled transfer's bucket will have refilled (nil: nothing is limited).
     func nextWake(now: Int64) -> Int64? { bandwidth.nextWake(now: now) }
 
-    /// One running transfer as the bandwidth code sees it.
+    /// One running download as the bandwidth code sees it: its limits hold for the sum of its
+    /// connections (issue 26), which share its bucket under its first transfer's key.
     struct MeteredTransfer {
         let transfer: Transfer
+        /// Its open connections: the transfer itself, or the segments of a split download.
+        let connections: [Transfer]
         let className: String
         /// Its job (a class: the download's status is updated in place), and the download's index.
         let job: Job?
@@ -48,7 +51,8 @@ final class BandwidthControl: AgentPart {
         for (transfer, unit) in table.allTransfers {
             let job = table.job(unit.job)
             let ownLimit = job?.downloads[unit.download].spec.maxDownloadLimit.map { max($0, DownloadSpec.minimumDownloadLimit) }
-            result[transfer.easy.key] = MeteredTransfer(transfer: transfer, className: job?.record.className ?? "default",
+            result[transfer.easy.key] = MeteredTransfer(transfer: transfer, connections: table.connections(ofDownload: transfer.easy.key),
+                                                        className: job?.record.className ?? "default",
                                                         job: job, download: unit.download, ownLimit: ownLimit)
         }
         return result
@@ -80,9 +84,13 @@ final class BandwidthControl: AgentPart {
         for key in started {
             guard let metered = running[key] else { continue }
             metered.job?.apply(.rate(bytesPerSecond: nil, limit: bandwidth.rateLimit(of: key)), to: metered.download)
-            if let share = bandwidth.evenShare(of: key) { prepareLimited(metered.transfer.easy, share: share) }
+            if let share = bandwidth.evenShare(of: key) {
+                for connection in metered.connections { prepareLimited(connection.easy, share: share) }
+            }
         }
-        for (key, metered) in running where !suspend(metered, key: key) { hookLimit(metered.transfer, key: key) }
+        for (key, metered) in running where !suspend(metered, key: key) {
+            for connection in metered.connections { hookLimit(connection, key: key, connections: metered.connections.count) }
+        }
         suspended.formIntersection(running.keys)
         context.metrics?.bytesByClass = transferMeter.bytesByClass
     }
@@ -99,14 +107,24 @@ final class BandwidthControl: AgentPart {
     /// True while it stays paused.
     private func suspend(_ metered: MeteredTransfer, key: Int) -> Bool {
         if suspends?(metered.className) == true {
-            if suspended.insert(key).inserted { metered.transfer.admit = { _ in false } }
+            suspended.insert(key)
+            for connection in metered.connections { connection.admit = { _ in false } }
             return true
         }
         if suspended.remove(key) != nil {
-            metered.transfer.admit = nil
-            _ = metered.transfer.easy.resume()
+            for connection in metered.connections {
+                connection.admit = nil
+                _ = connection.easy.resume()
+            }
         }
         return false
+    }
+
+    /// Before an extra connection of the split download under `key` sends its request: limited
+    /// as the download is (`applyRateLimits` then hooks its budget check).
+    func prepareConnection(_ transfer: Transfer, of key: Int) {
+        if suspended.contains(key) { transfer.admit = { _ in false } }
+        if let share = bandwidth.evenShare(of: key) { prepareLimited(transfer.easy, share: share) }
     }
 
     /// `applyRateLimits` while nothing is limited: the meter follows the transfers that started
@@ -144,7 +162,7 @@ final class BandwidthControl: AgentPart {
     /// (CURLOPT_LOW_SPEED_LIMIT) within reach of the transfer's share: a transfer that the agent
     /// holds to 20 KB/s cannot keep a 50 KB/s low-speed rule, so under a limit the rule asks for half
     /// the share it gets when every transfer wants all it can.
-    private func hookLimit(_ transfer: Transfer, key: Int) {
+    private func hookLimit(_ transfer: Transfer, key: Int, connections: Int) {
         let configured = config.limits.lowSpeed.bytesPerSecond
         guard bandwidth.isLimited(key) else {
             guard transfer.admit != nil else { return }
@@ -158,7 +176,8 @@ final class BandwidthControl: AgentPart {
             }
         }
         if configured > 0, let share = bandwidth.evenShare(of: key) {
-            try? transfer.easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(max(1, min(configured, share / 2))))
+            // A split download's connections share its rate: each gets its part of the rule.
+            try? transfer.easy.set(CURLOPT_LOW_SPEED_LIMIT, Int(max(1, min(configured, share / 2 / Int64(max(1, connections))))))
         }
     }
 
@@ -172,7 +191,9 @@ final class BandwidthControl: AgentPart {
         let due = bandwidth.takeResumable(now: now)
         guard !due.isEmpty else { return }
         let running = meteredTransfers()
-        for key in due { running[key]?.transfer.easy.resume() }
+        for key in due {
+            for connection in running[key]?.connections ?? [] { connection.easy.resume() }
+        }
     }
 
     /// About once a second, before the state files are written: each running download's speed

@@ -64,6 +64,11 @@ struct DownloadLifecycle {
         case transferStarted(key: Int, url: String, offset: Int64, written: Int64, now: Int64, newAttempt: Bool)
         /// The server sent the whole file instead of the range asked for.
         case restartedFromZero
+        /// The running download now uses this many connections (segments, issue 26).
+        case connections(Int)
+        /// A segment's answer showed another file, or no range: the segments were stopped, the
+        /// data truncated, and the download starts over on one connection (never split again).
+        case segmentsRefused(reason: String)
         /// libcurl reported the transfer done (monotonic ms).
         case transferEnded(now: Int64)
         /// The partial data cannot be resumed; it was truncated and the download starts over.
@@ -143,6 +148,8 @@ struct DownloadLifecycle {
     private(set) var restarts = 0
     /// Monotonic milliseconds when the running attempt started.
     private(set) var startedAt: Int64?
+    /// Whether the download may be split over several connections: not once a segment was refused.
+    private(set) var maySplit = true
 
     /// How much an attempt must grow the `.part` to cost no attempt: a server that sends a byte
     /// and resets cannot keep a download retrying for ever (each free attempt adds at least this).
@@ -215,6 +222,12 @@ struct DownloadLifecycle {
             startedAt = now
         case .restartedFromZero:
             status.resumedFrom = 0
+        case .connections(let count):
+            guard isRunning else { return [] }
+            status.connections = max(1, count)
+        case .segmentsRefused(let reason):
+            maySplit = false
+            return handle(.partUnusable(reason: reason))
         case .transferEnded(let now):
             phase = .queued
             if let startedAt {

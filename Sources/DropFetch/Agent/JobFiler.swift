@@ -141,7 +141,9 @@ final class JobFiler: AgentPart {
             // Writeback was started as the data arrived, so this fdatasync finds little to do;
             // it runs with the group commit, and the record counts what it made durable.
             let part = transfer.part
-            if transfer.written > part.record.bytes {
+            if let group = table.group(key: transfer.easy.key) {
+                checkpointPieces(group, unit)
+            } else if transfer.written > part.record.bytes {
                 let size = part.size
                 let cuts = part.cuts
                 context.groupCommit.sync([.data(part.file)]) { [table] error in
@@ -153,10 +155,30 @@ final class JobFiler: AgentPart {
                 }
             }
             guard let job = table.job(unit.job) else { continue }
-            job.apply(.progress(bytes: transfer.written, size: transfer.total), to: unit.download)
+            job.apply(.progress(bytes: transfer.downloadedBytes, size: transfer.total), to: unit.download)
             if !running.contains(where: { $0 === job }) { running.append(job) }
         }
         for job in running { saveState(job) }
+    }
+
+    /// A split download's checkpoint: the pieces written so far go to its record at once (a kill
+    /// on this boot resumes them), and count as synced once the group commit's fdatasync(2) is done.
+    private func checkpointPieces(_ group: SegmentedDownload, _ unit: Scheduler.Unit) {
+        let part = group.part
+        let map = group.plan.map
+        guard map.done != part.record.pieces ?? [] else { return }
+        do {
+            try part.recordPieces(map)
+        } catch {
+            return logger.warning("cannot record the pieces written: \(error)", metadata: ["file": "\(part.path)"])
+        }
+        crashPlan?.reach(.piecesRecorded)
+        let cuts = part.cuts
+        context.groupCommit.sync([.data(part.file)]) { [table] error in
+            guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part,
+                  job.downloads[unit.download].phase != .publishing, !table.isCommitting(job) else { return }
+            try? part.recordSynced(pieces: map, cuts: cuts)
+        }
     }
 
     /// Writes the job's state file through the group commit (its temp file's creation can take

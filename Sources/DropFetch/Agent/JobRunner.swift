@@ -15,6 +15,9 @@ final class JobRunner: AgentPart {
     unowned var bandwidth: BandwidthControl!
     unowned var publisher: JobPublisher!
     unowned var schedule: ScheduleGate!
+    /// Downloads (by their transfer's key) whose first response was accepted in this loop turn:
+    /// `openSegments` looks whether they may be split (JobRunner+Segments.swift).
+    var splitCandidates: [Int] = []
 
     init(context: AgentContext) {
         self.context = context
@@ -171,6 +174,9 @@ final class JobRunner: AgentPart {
         let index = entry.unit.download
         guard let part = job.downloads[index].part else { return }
         let download = job.downloads[index]
+        if let resumed = piecesToResume(part, request, job, index) {
+            return beginSegmented(entry, job, request, part, resumed, recordsState: recordsState, newAttempt: newAttempt)
+        }
         let transfer: Transfer
         do {
             transfer = try Transfer(request, part: part, crashPlan: crashPlan)
@@ -190,6 +196,9 @@ final class JobRunner: AgentPart {
             job?.apply(.restartedFromZero, to: index)
         }
         table.started(transfer, for: entry.unit)
+        if mayBeSplit(job, index, request) {
+            transfer.accepted = { [unowned self, key = transfer.easy.key] in splitCandidates.append(key) }
+        }
         job.apply(.transferStarted(key: transfer.easy.key, url: Redaction.url(download.currentURL),
                                    offset: transfer.requestedOffset, written: transfer.written,
                                    now: MonotonicClock.now(), newAttempt: newAttempt), to: index)
@@ -200,6 +209,9 @@ final class JobRunner: AgentPart {
 
     /// Handles a transfer libcurl reports as done.
     func complete(key: Int, result: CURLcode) {
+        if let download = table.download(ofConnection: key), let group = table.group(key: download) {
+            return segmentEnded(key, result, of: download, group)
+        }
         guard let (transfer, unit) = table.ended(key: key) else { return }
         multi.remove(transfer.easy)
         admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: table.job(unit.job)?.record.className ?? "default")
@@ -211,14 +223,16 @@ final class JobRunner: AgentPart {
     }
 
     /// A completed transfer whose digests a worker still computes (FileDigester.end).
-    private struct PendingDigest {
+    struct PendingDigest {
         let descriptor: Int32
         let transfer: Transfer
         let unit: Scheduler.Unit
         let result: CURLcode
+        /// Set for a split download: its pieces are hashed by its own digester.
+        var group: SegmentedDownload?
     }
 
-    private var hashing: [PendingDigest] = []
+    var hashing: [PendingDigest] = []
 
     /// The descriptors to poll for digests being finished (readable once ready).
     var hashingDescriptors: [Int32] { hashing.map(\.descriptor) }
@@ -229,14 +243,20 @@ final class JobRunner: AgentPart {
         let ready = hashing.filter { isReady($0.descriptor) }
         guard !ready.isEmpty else { return }
         hashing.removeAll { isReady($0.descriptor) }
-        for pending in ready { finish(pending.transfer, pending.unit, pending.result) }
+        for pending in ready {
+            if let group = pending.group {
+                finishSplit(group, pending.transfer, pending.unit)
+            } else {
+                finish(pending.transfer, pending.unit, pending.result)
+            }
+        }
     }
 
     /// Whether a completed transfer still waits for its digests.
     var isHashing: Bool { !hashing.isEmpty }
 
     /// What follows a transfer's end once its digests are ready: publish, next mirror, retry or fail.
-    private func finish(_ transfer: Transfer, _ unit: Scheduler.Unit, _ result: CURLcode) {
+    func finish(_ transfer: Transfer, _ unit: Scheduler.Unit, _ result: CURLcode) {
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
         job.apply(.transferEnded(now: MonotonicClock.now()), to: index)
@@ -369,6 +389,15 @@ final class JobRunner: AgentPart {
     /// Aborts every transfer, keeping `.part` files and resume records for the next start.
     func stopTransfers() {
         for (transfer, unit) in Array(table.allTransfers) {
+            if let group = table.group(key: transfer.easy.key) {
+                // The pieces written count once synced; a restart resumes the others.
+                stopSplit(group, transfer, countingConnections: false)
+                try? transfer.part.checkpoint(pieces: group.plan.map)
+                if let job = table.job(unit.job) {
+                    carryOut(job.apply(.stopped(written: group.doneBytes), to: unit.download), job, unit.download)
+                }
+                continue
+            }
             _ = table.ended(key: transfer.easy.key)
             multi.remove(transfer.easy)
             try? transfer.part.checkpoint()
@@ -389,6 +418,12 @@ final class JobRunner: AgentPart {
         // Our own filing, or a new job already claimed under the same name.
         if FileSystem.exists(spool.work + "/" + workName) { return }
         for (transfer, unit) in table.transfers(of: job) {
+            if let group = table.group(key: transfer.easy.key) {
+                stopSplit(group, transfer, countingConnections: true)
+                try? transfer.part.recordPieces(group.plan.map)
+                job.apply(.left, to: unit.download)
+                continue
+            }
             _ = table.ended(key: transfer.easy.key)
             multi.remove(transfer.easy)
             try? transfer.part.saveRecord()

@@ -15,8 +15,12 @@ final class JobTable {
     /// Ids of the jobs in `.filing`: the loop looks at these every turn, not at every job.
     private var failedFilings: Set<Int> = []
     private var idsByWorkName: [String: Int] = [:]
-    /// Running transfers by easy-handle key.
+    /// Running downloads by the easy-handle key of their (first) transfer: one entry per download.
     private var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
+    /// Downloads split over several connections (issue 26), by their first transfer's key.
+    private var groups: [Int: SegmentedDownload] = [:]
+    /// The extra connections of split downloads: easy-handle key → the download's key.
+    private var segmentOwners: [Int: Int] = [:]
 
     private var nextID = 0
 
@@ -28,7 +32,12 @@ final class JobTable {
 
     var isEmpty: Bool { jobs.isEmpty }
     var count: Int { jobs.count }
+    /// Running downloads (a split one counts once).
     var runningCount: Int { transfers.count }
+    /// Open connections: a split download's live segments, one for every other running download.
+    var connectionCount: Int {
+        transfers.count - groups.count + groups.values.reduce(0) { $0 + $1.liveConnections }
+    }
     var allJobs: some Sequence<Job> { jobs.values.lazy.map(\.job) }
     var allTransfers: some Sequence<(transfer: Transfer, unit: Scheduler.Unit)> { transfers.values }
 
@@ -57,19 +66,60 @@ final class JobTable {
         transfers[transfer.easy.key] = (transfer, unit)
     }
 
-    /// The running transfer under `key`.
-    func transfer(key: Int) -> Transfer? { transfers[key]?.transfer }
-
-    /// The transfer under `key`, forgotten; its download's phase is for the caller to set.
-    func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
-        transfers.removeValue(forKey: key)
+    /// The running transfer under `key`: a download's first transfer or a segment's.
+    func transfer(key: Int) -> Transfer? {
+        if let segment = segmentOwners[key].flatMap({ groups[$0]?.running[key]?.transfer }) { return segment }
+        return transfers[key]?.transfer
     }
 
+    /// The download under `key` (its first transfer's), forgotten with its segments; its
+    /// download's phase is for the caller to set.
+    func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
+        if groups.removeValue(forKey: key) != nil { segmentOwners = segmentOwners.filter { $0.value != key } }
+        return transfers.removeValue(forKey: key)
+    }
+
+    /// The running download under `key` (its first transfer's).
+    func transfers(ofKey key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? { transfers[key] }
+
+    /// The running downloads of `job` (one entry each, split or not).
     func transfers(of job: Job) -> [(transfer: Transfer, unit: Scheduler.Unit)] {
         job.downloads.compactMap { download in
             if case .running(let key) = download.phase { return transfers[key] }
             return nil
         }
+    }
+
+    // MARK: - Segments
+
+    /// The download under `key` is split: `group` owns its connections from now on.
+    func split(key: Int, into group: SegmentedDownload) {
+        groups[key] = group
+    }
+
+    /// The split download under `key`, if it is one.
+    func group(key: Int) -> SegmentedDownload? { groups[key] }
+
+    /// An extra connection `segment` of the split download under `key` was opened.
+    func segmentStarted(_ segment: Int, of key: Int) {
+        segmentOwners[segment] = key
+    }
+
+    /// The key of the download whose connection `key` is: itself for a first transfer.
+    func download(ofConnection key: Int) -> Int? {
+        if let owner = segmentOwners[key] { return owner }
+        return transfers[key] != nil ? key : nil
+    }
+
+    /// Connection `key` of a split download ended (the download goes on until `ended`).
+    func segmentEnded(_ key: Int) {
+        segmentOwners[key] = nil
+    }
+
+    /// Every open connection of the running download under `key`.
+    func connections(ofDownload key: Int) -> [Transfer] {
+        if let group = groups[key] { return group.transfers }
+        return transfers[key].map { [$0.transfer] } ?? []
     }
 
     // MARK: - Filing

@@ -35,7 +35,7 @@ struct ProgressReporter {
             let download = job.downloads[unit.download]
             let file = download.status.file.map { path in String(path.split(separator: "/").last ?? Substring(path)) }
             rows.append((download.lifecycle.startedAt ?? 0, ProgressSnapshot.Download(
-                job: job.record.job, file: file, downloadsInJob: job.downloads.count, bytes: transfer.written,
+                job: job.record.job, file: file, downloadsInJob: job.downloads.count, bytes: transfer.downloadedBytes,
                 size: transfer.total, bytesPerSecond: download.status.bytesPerSecond)))
         }
         rows.sort { ($0.started, $0.download.job, $0.download.file ?? "") < ($1.started, $1.download.job, $1.download.file ?? "") }

@@ -24,7 +24,7 @@ struct TransferMeter {
 
     /// Starts metering a transfer; what its `.part` already held is not counted.
     mutating func track(_ key: Int, _ transfer: Transfer, className: String, now: Int64) {
-        let written = transfer.written
+        let written = transfer.downloadedBytes
         tracks[key] = Track(transfer: transfer, className: className, counted: written, samples: [(now, written)])
     }
 
@@ -37,7 +37,7 @@ struct TransferMeter {
     /// Counts a transfer's last bytes (if it still exists) and stops metering it.
     mutating func forget(_ key: Int) {
         guard let track = tracks.removeValue(forKey: key), let transfer = track.transfer else { return }
-        bytesByClass[track.className, default: 0] += max(0, transfer.written - track.counted)
+        bytesByClass[track.className, default: 0] += max(0, transfer.downloadedBytes - track.counted)
     }
 
     /// Reads every transfer's byte count: adds the new bytes to its class and keeps a sample for
@@ -45,7 +45,7 @@ struct TransferMeter {
     mutating func sample(now: Int64) {
         for key in tracks.keys {
             guard var track = tracks[key], let transfer = track.transfer else { continue }
-            let written = transfer.written
+            let written = transfer.downloadedBytes
             if written >= track.counted {
                 bytesByClass[track.className, default: 0] += written - track.counted
             } else {

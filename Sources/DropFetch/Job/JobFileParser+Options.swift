@@ -102,21 +102,17 @@ extension JobFileParser {
                                    + " may ask for (a slower download would hold its slot for ever)")
             }
             download.spec.maxDownloadLimit = limit == 0 ? nil : limit
-        // Checked and kept for segmented downloads (issue 26), which the agent does not start yet:
-        // until it does they have no effect, and ignored_options says so (docs/job-files.md).
+        // Segmented downloads (issue 26), capped by the config's split (Config.Split.applied).
         case "split":
             download.spec.split = try connections(key, valueBytes, line: line)
-            if !download.ignored.contains(key) { download.ignored.append(key) }
         case "max-connection-per-server":
             download.spec.maxConnectionsPerServer = try connections(key, valueBytes, line: line)
-            if !download.ignored.contains(key) { download.ignored.append(key) }
         case "min-split-size":
             let size = try rate(valueBytes, line: line, key: key, unit: "bytes", example: "1M or 20M")
             guard size >= Config.Split.smallestMinSize else {
                 throw JobFileError(line: line, message: "min-split-size \(size) is below 1M, the least aria2 accepts")
             }
             download.spec.minSplitSize = size
-            if !download.ignored.contains(key) { download.ignored.append(key) }
         case "http-user": download.httpUser = try credential(key, value, line: line)
         case "http-passwd": download.httpPassword = (try credential(key, value, line: line), line)
         case "ftp-user": download.ftpUser = try credential(key, value, line: line)

@@ -1,5 +1,6 @@
-/// Whether one more download may start: `concurrency.total`, `concurrency.per_host` across all
-/// jobs and classes, and each class's `max_active`. Pure bookkeeping, no I/O.
+/// Whether one more connection may open: `concurrency.total`, `concurrency.per_host` across all
+/// jobs and classes, and each class's `max_active`. A download takes one place when it starts and
+/// one more for each extra segment (issue 26), so the limits count connections. Pure bookkeeping, no I/O.
 struct Admission: Sendable, Equatable {
     struct Limits: Sendable, Equatable {
         var total: Int
@@ -50,6 +51,14 @@ struct Admission: Sendable, Equatable {
 
     func admits(host: String, className: String) -> Bool {
         refusal(host: host, className: className) == nil
+    }
+
+    /// How many more connections to `host` of class `className` may open now (extra segments of
+    /// a running download: one that finds no room is simply not opened).
+    func room(host: String, className: String) -> Int {
+        var free = min(limits.total - active, limits.perHost - perHost[host, default: 0])
+        if let cap = limits.perClass[className] { free = min(free, cap - perClass[className, default: 0]) }
+        return max(0, free)
     }
 
     mutating func started(host: String, className: String) {

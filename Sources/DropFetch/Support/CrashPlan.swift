@@ -12,6 +12,10 @@ final class CrashPlan: Sendable {
         case claimed
         /// Body bytes are in the `.part` file, the transfer is not finished.
         case midTransfer = "mid-transfer"
+        /// Body bytes of a segment (one of several connections of a download) are in the `.part`.
+        case midSegment = "mid-segment"
+        /// A segmented download's piece map was written to its resume record.
+        case piecesRecorded = "pieces-recorded"
         /// The data is complete and synced, the `.part` not yet renamed.
         case dataComplete = "data-complete"
         /// The final file has its name, no status file yet.

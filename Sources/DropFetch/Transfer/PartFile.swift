@@ -386,8 +386,10 @@ final class PartFile {
     /// before a segment's bytes land, so that a kill on this boot resumes them, and a one-connection
     /// resume never takes a hole for data. Pieces already counted as synced stay counted.
     func recordPieces(_ pieces: PieceMap) throws(SystemError) {
+        // Data written in order until now: its synced prefix counts as a synced piece.
+        let syncedBefore = record.syncedPieces ?? (record.pieces == nil && record.bytes > 0 ? [PieceMap.Range(0, record.bytes)] : [])
         record.pieces = pieces.done
-        let synced = PieceMap(total: pieces.total, done: record.syncedPieces ?? [])
+        let synced = PieceMap(total: pieces.total, done: syncedBefore)
         record.syncedPieces = synced.intersection(pieces).done
         try writeRecord()
     }
@@ -398,6 +400,17 @@ final class PartFile {
         if durable { try file.syncData() }
         record.pieces = pieces.done
         record.syncedPieces = pieces.done
+        try writeRecord()
+    }
+
+    /// Counts `pieces` (the map when a sync was asked for, `cuts` cuts ago) as synced once the
+    /// caller made them durable (a GroupCommit `.data` sync), as `recordDurable` does for data in order.
+    func recordSynced(pieces: PieceMap, cuts cutsThen: Int) throws(SystemError) {
+        guard cutsThen == cuts, let written = record.pieces else { return }
+        let synced = PieceMap(total: pieces.total, done: (record.syncedPieces ?? []) + pieces.done)
+            .intersection(PieceMap(total: pieces.total, done: written))
+        guard synced.done != record.syncedPieces else { return }
+        record.syncedPieces = synced.done
         try writeRecord()
     }
 
@@ -454,6 +467,14 @@ final class PartFile {
     }
 
     static let writebackChunk: Int64 = 8 << 20
+
+    /// Hands `[start, end)`, bytes a segment wrote at its offset, to the kernel's writeback, as
+    /// `startWritebackIfDue` does for data in order, so that the fdatasync before publishing finds
+    /// little left to write.
+    func startWriteback(from start: Int64, to end: Int64) {
+        guard durable, end > start else { return }
+        _ = dfl_start_writeback(file.rawValue, start, end - start)
+    }
 
     private var recordTempName: String { "." + recordName + ".tmp" }
 

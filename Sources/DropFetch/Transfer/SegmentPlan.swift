@@ -32,11 +32,16 @@ struct SegmentPlan: Sendable, Equatable {
         pending = map.missing
     }
 
-    /// Takes the first connection's open-ended response as segment 0, from `offset` to the end.
+    /// Takes the first connection's open-ended response as segment 0: from `offset` to the end of
+    /// the missing range it falls in (a resume with holes stops at the next piece on disk).
     mutating func adoptStream(at offset: Int64) -> Segment {
-        pending.removeAll { $0.start >= offset }
-        pending = pending.compactMap { $0.end > offset ? PieceMap.Range($0.start, offset) : $0 }.filter { $0.count > 0 }
-        return open(PieceMap.Range(offset, map.total))
+        let owning = pending.first { $0.start <= offset && offset < $0.end }
+        let end = owning?.end ?? pending.first { $0.start > offset }?.start ?? map.total
+        pending = pending.compactMap { range in
+            guard range.start < end, range.end > offset else { return range }
+            return range.start < offset ? PieceMap.Range(range.start, offset) : nil
+        }
+        return open(PieceMap.Range(offset, end))
     }
 
     /// The segments to open so that at most `connections` run, splitting pending ranges and the

@@ -18,6 +18,8 @@ final class SegmentWindow {
     let validator: String
     /// Called after each write with the range just written, for the piece map.
     var wrote: ((PieceMap.Range) -> Void)?
+    /// Start of the bytes not yet handed to the kernel's writeback (PartFile.startWriteback).
+    var writebackStart: Int64
 
     init(id: Int, start: Int64, end: Int64, total: Int64, validator: String) {
         self.id = id
@@ -25,6 +27,7 @@ final class SegmentWindow {
         requestedEnd = end
         self.end = end
         next = start
+        writebackStart = start
         self.total = total
         self.validator = validator
     }
@@ -35,7 +38,7 @@ final class SegmentWindow {
     var requested: SegmentPlan.Segment { SegmentPlan.Segment(id: id, start: start, next: start, end: requestedEnd) }
     var isComplete: Bool { next >= end }
 
-    fileprivate func advance(by count: Int64) {
+    func advance(by count: Int64) {
         wrote?(PieceMap.Range(next, next + count))
         next += count
     }
@@ -74,6 +77,11 @@ extension Transfer {
                 return false
             }
             segment.advance(by: Int64(count))
+            if segment.next - segment.writebackStart >= PartFile.writebackChunk {
+                part.startWriteback(from: segment.writebackStart, to: segment.next)
+                segment.writebackStart = segment.next
+            }
+            crashPlan?.reach(.midSegment)
         }
         if segment.isComplete {
             state = .segmentComplete

@@ -28,6 +28,16 @@ final class Transfer {
     var state = State.awaitingResponse
     /// Set when this is one extra connection of a segmented download (Transfer+Segment.swift).
     let segment: SegmentWindow?
+    /// Set when this first connection of a download was split (SegmentedDownload.adopt): its
+    /// open-ended response is written only up to the window's end, which work stealing may shrink.
+    var stream: SegmentWindow?
+    /// The segmented download this transfer is a connection of, if it was split.
+    weak var group: SegmentedDownload?
+    /// Called once the response is accepted and its body is about to be written (the agent then
+    /// looks whether the download may be split).
+    var accepted: (() -> Void)?
+    /// Bytes of the download on disk: the piece map's once it is split, else the `.part`'s size.
+    var downloadedBytes: Int64 { group?.doneBytes ?? written }
     /// The `Range` start (HTTP) or resume offset (FTP `REST`, SFTP seek) sent with this request.
     let requestedOffset: Int64
     /// Where the accepted response's body was appended: the Range start for a `206`, 0 when the
@@ -53,7 +63,7 @@ final class Transfer {
     var redirectCheck: (check: ProxyRoute.TargetCheck, target: CurlURL)?
     /// The SFTP host-key check, kept alive as the key callback's data.
     var hostKeyCheck: HostKeyCheck?
-    private let crashPlan: CrashPlan?
+    let crashPlan: CrashPlan?
     /// Set while a bandwidth limit applies (Agent+Bandwidth): asked before each write whether the
     /// bytes may be taken now; false pauses the transfer (CURL_WRITEFUNC_PAUSE) and libcurl
     /// delivers the same bytes again once the agent resumes it. Nil costs an unlimited transfer
@@ -215,6 +225,13 @@ final class Transfer {
             state = .failed(Failure(.network, "the body runs past the announced \(total) bytes"))
             return false
         }
+        if let stream, written + Int64(data.count) > stream.end {
+            // Split: the bytes past the window belong to another segment.
+            let fits = Int(max(0, stream.end - written))
+            if fits > 0, !receiveBody(UnsafeRawBufferPointer(rebasing: data.prefix(fits))) { return false }
+            state = .segmentComplete
+            return false
+        }
         if written + Int64(data.count) > request.maxFileSize {
             state = .failed(Failure(.tooLarge, "larger than max_file_size (\(request.maxFileSize) bytes)"))
             return false
@@ -230,6 +247,13 @@ final class Transfer {
         digest?.append(data, size: part.size)
         part.startWritebackIfDue()
         crashPlan?.reach(.midTransfer)
+        if let stream {
+            stream.advance(by: Int64(data.count))
+            if stream.isComplete {
+                state = .segmentComplete
+                return false
+            }
+        }
         return true
     }
 
@@ -298,6 +322,7 @@ final class Transfer {
                 }
                 try begin(at: offset, total: size)
                 state = .writing
+                accepted?()
             case .alreadyComplete:
                 appendedFrom = requestedOffset
                 digest = try DownloadDigest.start(for: part, algorithms: digestAlgorithms, available: requestedOffset,
@@ -332,6 +357,21 @@ final class Transfer {
         // to fetch again: theirs waits for the periodic checkpoint, unless the record on disk
         // names an earlier response's validator, which must never cover these bytes.
         if (size ?? Int64.max) >= Transfer.recordThreshold || part.savedRecordVouches { try part.saveRecord() }
+    }
+
+    /// What the accepted response says about splitting (SegmentCheck.maySplit): its status, the
+    /// file's size, Accept-Ranges and its strong validator.
+    var splitFacts: SegmentCheck.FirstResponse {
+        SegmentCheck.FirstResponse(
+            status: response.status, total: total, acceptRanges: response["accept-ranges"],
+            validator: SegmentCheck.strongValidator(etag: response["etag"], lastModified: response["last-modified"],
+                                                    date: response["date"]))
+    }
+
+    /// The download was split: its digest is taken over by the segmented download, which hashes
+    /// the file in piece-map order (SegmentedDownload).
+    func dropDigest() {
+        digest = nil
     }
 
     /// Files at least this big get their validators recorded before the first body byte.

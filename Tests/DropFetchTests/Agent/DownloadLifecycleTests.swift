@@ -201,4 +201,27 @@ struct DownloadLifecycleTests {
         #expect(final.state == .failed && final.error?.kind == .httpStatus && final.retryAt == nil)
         #expect(final.downloads.map(\.state) == [.failed, .done])
     }
+
+    @Test("a split download stays one running download whose status counts its connections")
+    func connections() {
+        var download = running()
+        #expect(download.status.connections == 1)
+        #expect(download.handle(.connections(8)).isEmpty)
+        #expect(download.status.connections == 8 && download.phase == .running(key: 7))
+        download.handle(.connections(3))
+        #expect(download.status.connections == 3)
+        download.handle(.transferEnded(now: 2_000))
+        download.handle(.connections(5))
+        #expect(download.status.connections == 3, "not running: nothing to count")
+    }
+
+    @Test("a refused segment: queued again at once, and never split again in this run")
+    func segmentsRefused() {
+        var download = running()
+        #expect(download.maySplit)
+        download.handle(.transferEnded(now: 2_000))
+        #expect(download.handle(.segmentsRefused(reason: "HTTP 200 to a segment's Range request")) == [.enqueue(due: nil)])
+        #expect(!download.maySplit && download.phase == .queued && download.status.state == .queued)
+        #expect(download.restarts == 1)
+    }
 }

@@ -93,6 +93,21 @@ struct AdmissionTests {
         #expect(startAll(&scheduler, &admission) == [2])
     }
 
+    @Test("extra connections of split downloads count: room is what the host, the total and the class leave")
+    func roomCountsConnections() {
+        var admission = Admission(limits: .init(total: 6, perHost: 4, perClass: ["iso": 3]))
+        #expect(admission.room(host: "a", className: "default") == 4)
+        admission.started(host: "a", className: "iso")
+        #expect(admission.room(host: "a", className: "iso") == 2)
+        #expect(admission.room(host: "a", className: "default") == 3)
+        for _ in 0..<3 { admission.started(host: "a", className: "default") }
+        #expect(admission.room(host: "a", className: "default") == 0)
+        #expect(!admission.admits(host: "a", className: "default"))
+        #expect(admission.room(host: "b", className: "default") == 2)
+        admission.finished(host: "a", className: "default")
+        #expect(admission.room(host: "a", className: "default") == 1)
+    }
+
     @Test("per-class max_active holds across hosts; other classes pass")
     func perClassLimit() {
         var scheduler = Scheduler()

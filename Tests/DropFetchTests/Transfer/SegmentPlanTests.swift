@@ -106,4 +106,14 @@ struct SegmentPlanTests {
         #expect(plan.pending.contains(.init(first.start + 1000, end)))
         expectPartition(plan)
     }
+
+    @Test("the first connection of a resume with holes owns only the missing range it starts in")
+    func streamStopsAtTheNextPiece() {
+        let map = PieceMap(total: 10 * Self.mib, done: [.init(0, 2 * Self.mib), .init(5 * Self.mib, 6 * Self.mib)])
+        var plan = SegmentPlan(map: map, minSize: Self.mib)
+        let stream = plan.adoptStream(at: 2 * Self.mib)
+        #expect(stream.start == 2 * Self.mib && stream.end == 5 * Self.mib)
+        #expect(plan.pending == [.init(6 * Self.mib, 10 * Self.mib)])
+        expectPartition(plan)
+    }
 }

@@ -1,0 +1,236 @@
+import CCurl
+
+/// Segmented downloads (issue 26) on the run loop: a download starts on one connection and is
+/// split once its first response allows it (size known, ranges, a strong validator, twice
+/// `min_size` left); a resume whose record holds pieces with holes starts split at once. Each
+/// extra connection takes a place in `admission` (one that finds none is not opened), a segment
+/// that ends hands its connection to the largest piece left, and a segment answer that shows
+/// another file stops them all for a restart on one connection. The lifecycle sees one download
+/// under its first transfer's key; only the connections count changes while it runs.
+extension JobRunner {
+    /// The `split` settings of download `index` of `job`: its class's, applied to its job file's options.
+    func splitSettings(_ job: Job, _ index: Int) -> Config.Split {
+        config.split(forClass: job.record.className).applied(to: job.downloads[index].spec)
+    }
+
+    /// Whether download `index` may open more connections at all: more than one allowed, HTTP,
+    /// and no segment of it was refused in this run.
+    func mayBeSplit(_ job: Job, _ index: Int, _ request: TransferRequest) -> Bool {
+        guard job.downloads[index].lifecycle.maySplit, !request.protocolKind.isFileBased else { return false }
+        let scheme = URLParts(request.url)?.scheme.lowercased() ?? ""
+        return (scheme == "http" || scheme == "https") && splitSettings(job, index).connections > 1
+    }
+
+    /// The pieces to resume split: a record of a split download with a hole before its last piece
+    /// (a one-connection resume would drop what lies past the hole), its validator and size, and
+    /// a download that may still be split; nil otherwise (the usual one-connection resume).
+    func piecesToResume(_ part: PartFile, _ request: TransferRequest, _ job: Job, _ index: Int) -> (map: PieceMap, validator: String)? {
+        let record = part.record
+        guard record.pieces != nil, let validator = record.validator, mayBeSplit(job, index, request),
+              let size = try? part.file.status().st_size,
+              let map = record.trustedPieces(of: Int64(size)), !map.isComplete, map.doneBytes > map.prefix else { return nil }
+        return (map, validator)
+    }
+
+    /// Starts a download whose `.part` holds pieces with holes on as many connections as it may
+    /// open, each asking only for a missing range.
+    func beginSegmented(_ entry: Scheduler.Entry, _ job: Job, _ request: TransferRequest, _ part: PartFile,
+                        _ resumed: (map: PieceMap, validator: String), recordsState: Bool, newAttempt: Bool) {
+        let index = entry.unit.download
+        let settings = splitSettings(job, index)
+        let group = SegmentedDownload(request: request, part: part, map: resumed.map, validator: resumed.validator,
+                                      connections: settings.connections, minSize: settings.minSize, crashPlan: crashPlan)
+        let opened: [Transfer]
+        do {
+            // The record names only the pieces trusted now, before a byte of a segment lands.
+            try part.recordPieces(resumed.map)
+            try group.startDigest()
+            opened = try group.fill(limit: max(1, admission.room(host: entry.host, className: entry.className)))
+        } catch let refused as TransferFailure {
+            return endAttempt(job, index, refused)
+        } catch {
+            let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
+            return endAttempt(job, index, TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
+                                                          retryAfter: nil, bytes: resumed.map.doneBytes, resumedFrom: 0))
+        }
+        guard let lead = opened.first else { return }
+        table.started(lead, for: entry.unit)
+        table.split(key: lead.easy.key, into: group)
+        for transfer in opened { openConnection(transfer, of: lead.easy.key, host: entry.host, className: entry.className) }
+        job.apply(.transferStarted(key: lead.easy.key, url: Redaction.url(job.downloads[index].currentURL),
+                                   offset: resumed.map.prefix, written: resumed.map.doneBytes,
+                                   now: MonotonicClock.now(), newAttempt: newAttempt), to: index)
+        job.apply(.connections(group.liveConnections), to: index)
+        if recordsState { filer.saveState(job) }
+        bandwidth.applyRateLimits()
+        JobLog.started(job, index, from: resumed.map.prefix, logger: logger)
+        logger.info("resuming the missing pieces", metadata: [
+            "job": "\(job.record.job)", "pieces_missing": "\(resumed.map.missing.count)",
+            "bytes_missing": "\(resumed.map.total - resumed.map.doneBytes)", "connections": "\(group.liveConnections)",
+        ])
+    }
+
+    /// After each curl_multi_perform(3): splits the downloads whose first response was accepted
+    /// in it, if that response allows it.
+    func openSegments() {
+        guard !splitCandidates.isEmpty else { return }
+        let keys = splitCandidates
+        splitCandidates.removeAll()
+        for key in keys { split(key) }
+    }
+
+    private func split(_ key: Int) {
+        guard let transfer = table.transfer(key: key), table.group(key: key) == nil, transfer.stream == nil,
+              case .writing = transfer.state, let (lead, unit) = table.transfers(ofKey: key), lead === transfer,
+              let job = table.job(unit.job), job.downloads[unit.download].phase == .running(key: key) else { return }
+        let index = unit.download
+        let settings = splitSettings(job, index)
+        let facts = transfer.splitFacts
+        guard SegmentCheck.maySplit(facts, written: transfer.written, connections: settings.connections, minSize: settings.minSize),
+              let validator = facts.validator, let total = facts.total else { return }
+        let host = URLParts(transfer.request.url)?.host ?? ""
+        let room = admission.room(host: host, className: job.record.className)
+        guard room > 0 else {
+            return logger.debug("not split: no connection free for the host or class", metadata: ["job": "\(job.record.job)"])
+        }
+        let map = PieceMap(total: total, done: transfer.written > 0 ? [PieceMap.Range(0, transfer.written)] : [])
+        let group = SegmentedDownload(request: transfer.request, part: transfer.part, map: map, validator: validator,
+                                      connections: settings.connections, minSize: settings.minSize, crashPlan: crashPlan)
+        let opened: [Transfer]
+        do {
+            // Before a segment's byte lands the record has a piece map: a resume never takes a hole for data.
+            try transfer.part.recordPieces(map)
+            try group.startDigest()
+            group.adopt(transfer, at: transfer.written)
+            table.split(key: key, into: group)
+            opened = try group.fill(limit: room)
+        } catch {
+            // The first connection goes on alone.
+            return logger.warning("cannot split the download: \(error)", metadata: ["job": "\(job.record.job)"])
+        }
+        for segment in opened { openConnection(segment, of: key, host: host, className: job.record.className) }
+        job.apply(.connections(group.liveConnections), to: index)
+        bandwidth.applyRateLimits()
+        logger.info("download split", metadata: [
+            "job": "\(job.record.job)", "connections": "\(group.liveConnections)", "size": "\(total)",
+            "from": "\(transfer.written)",
+        ])
+    }
+
+    /// Starts one extra connection of the split download under `key`, counted by `admission`.
+    private func openConnection(_ transfer: Transfer, of key: Int, host: String, className: String) {
+        transfer.receiveBudget = context.receiveBudget
+        bandwidth.prepareConnection(transfer, of: key)
+        do {
+            try multi.add(transfer.easy)
+        } catch {
+            logger.warning("cannot start a segment: \(error)")
+            return
+        }
+        admission.started(host: host, className: className)
+        if transfer.easy.key != key { table.segmentStarted(transfer.easy.key, of: key) }
+    }
+
+    /// Connection `key` of the split download under `download` ended: its piece is done or given
+    /// back, its connection goes to the largest piece left; the download ends when every piece is
+    /// written, every connection failed, or a segment's answer showed another file.
+    func segmentEnded(_ key: Int, _ result: CURLcode, of download: Int, _ group: SegmentedDownload) {
+        guard let transfer = group.running[key]?.transfer, let (lead, unit) = table.transfers(ofKey: download),
+              let job = table.job(unit.job) else { return }
+        multi.remove(transfer.easy)
+        table.segmentEnded(key)
+        let host = URLParts(transfer.request.url)?.host ?? ""
+        admission.finished(host: host, className: job.record.className)
+        let outcome = transfer.finish(result)
+        if case .failed(let failure) = outcome {
+            logger.debug("segment failed: \(failure.failure.message)", metadata: ["job": "\(job.record.job)"])
+        }
+        let next: [Transfer]
+        do {
+            next = try group.ended(key: key, outcome, limit: admission.room(host: host, className: job.record.className))
+        } catch {
+            next = []
+        }
+        for segment in next { openConnection(segment, of: download, host: host, className: job.record.className) }
+        if let reason = group.restartReason {
+            restartSplit(group, lead, unit, job, reason: reason)
+        } else if group.isComplete, group.running.isEmpty {
+            completeSplit(group, lead, unit)
+        } else if group.isStuck {
+            failSplit(group, lead, unit, job)
+        } else {
+            job.apply(.connections(group.liveConnections), to: unit.download)
+        }
+        bandwidth.applyRateLimits()
+    }
+
+    /// Every piece is written: the digests are finished on their worker, then the file is published.
+    private func completeSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit) {
+        _ = table.ended(key: lead.easy.key)
+        if let descriptor = group.digestPending() {
+            return hashing.append(PendingDigest(descriptor: descriptor, transfer: lead, unit: unit, result: CURLE_OK,
+                                                group: group))
+        }
+        finishSplit(group, lead, unit)
+    }
+
+    /// A complete split download with its digests: published, or failed on its checksum.
+    func finishSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit) {
+        guard let job = table.job(unit.job) else { return }
+        let index = unit.download
+        let now = MonotonicClock.now()
+        job.apply(.transferEnded(now: now), to: index)
+        if let completedAt = group.completedAt {
+            logger.debug("split download hashed", metadata: ["job": "\(job.record.job)", "hash_wait_ms": "\(now - completedAt)"])
+        }
+        let status = lead.easy.info(long: CURLINFO_RESPONSE_CODE)
+        switch group.result(httpStatus: status == 0 ? nil : status, resumedFrom: job.downloads[index].status.resumedFrom,
+                            contentDisposition: lead.response(header: "content-disposition")) {
+        case .completed(let result):
+            publisher.publish(group.part, result, job, index)
+        case .failed(let failure):
+            endAttempt(job, index, failure)
+        case .restart, .redirect:
+            break
+        }
+    }
+
+    /// Every connection failed with pieces still missing: the attempt fails; the pieces written
+    /// are recorded, so that the next one asks only for the rest.
+    private func failSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit, _ job: Job) {
+        _ = table.ended(key: lead.easy.key)
+        job.apply(.transferEnded(now: MonotonicClock.now()), to: unit.download)
+        try? group.part.recordPieces(group.plan.map)
+        var failure = group.lastFailure ?? TransferFailure(failure: Failure(.network, "every segment failed"), httpStatus: nil,
+                                                           retryAfter: nil, bytes: 0, resumedFrom: 0)
+        failure.bytes = group.doneBytes
+        endAttempt(job, unit.download, failure)
+    }
+
+    /// A segment's answer was not its range of the same file: every connection stops, the data
+    /// is cut to nothing (no validator vouches for it any more) and the download starts over on
+    /// one connection.
+    private func restartSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit, _ job: Job, reason: String) {
+        stopSplit(group, lead, countingConnections: true)
+        job.apply(.transferEnded(now: MonotonicClock.now()), to: unit.download)
+        try? group.part.truncate(to: 0)
+        try? group.part.recordPieces(PieceMap(total: group.total))
+        logger.info("a segment's answer was refused, starting over on one connection: \(reason)",
+                    metadata: ["job": "\(job.record.job)"])
+        carryOut(job.apply(.segmentsRefused(reason: reason), to: unit.download), job, unit.download)
+    }
+
+    /// Ends every connection of a split download and forgets it; `countingConnections` gives
+    /// their places back to `admission` (a shutdown resets it whole).
+    func stopSplit(_ group: SegmentedDownload, _ lead: Transfer, countingConnections: Bool) {
+        let className = table.transfers(ofKey: lead.easy.key).flatMap { table.job($0.unit.job)?.record.className } ?? "default"
+        for transfer in group.stopAll() {
+            multi.remove(transfer.easy)
+            table.segmentEnded(transfer.easy.key)
+            if countingConnections {
+                admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: className)
+            }
+        }
+        _ = table.ended(key: lead.easy.key)
+    }
+}
