@@ -644,6 +644,9 @@ echo
 cat "$OUT_DIR/results.txt"
 
 if [[ -n $BENCH_RESULTS ]]; then
+    # The sections written by hand below the table (each issue's measurements) are kept.
+    kept=""
+    [[ -f $BENCH_RESULTS ]] && kept=$(awk '/^## /{found=1} found' "$BENCH_RESULTS")
     {
         echo "# Benchmark results"
         echo
@@ -659,6 +662,8 @@ if [[ -n $BENCH_RESULTS ]]; then
         echo "Figures of each measured run:"
         echo
         raw
-    } > "$BENCH_RESULTS"
+        [[ -n $kept ]] && { echo; echo "$kept"; }
+    } > "$BENCH_RESULTS.new"
+    mv "$BENCH_RESULTS.new" "$BENCH_RESULTS"
     say "results written to ${BENCH_RESULTS#"$ROOT"/} and bench/out/results.txt"
 fi
