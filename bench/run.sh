@@ -662,7 +662,7 @@ if [[ -n $BENCH_RESULTS ]]; then
         echo "Figures of each measured run:"
         echo
         raw
-        [[ -n $kept ]] && { echo; echo "$kept"; }
+        if [[ -n $kept ]]; then echo; echo "$kept"; fi
     } > "$BENCH_RESULTS.new"
     mv "$BENCH_RESULTS.new" "$BENCH_RESULTS"
     say "results written to ${BENCH_RESULTS#"$ROOT"/} and bench/out/results.txt"
