@@ -343,18 +343,23 @@ for f in sorted(os.listdir(dest)):
             try:
                 v = os.getxattr(p, "user.dropfetch.owner"); claim = int.from_bytes(v[1:9], "little")
             except OSError:
-                try:
-                    for slot in open(p + ".json", "rb").read().split(b"\n"):
-                        s = slot.strip()
-                        if b" " in s:
-                            claim = json.loads(s.split(b" ", 1)[1]).get("claim") or claim
+                try: claim = json.loads(open(p + ".json", "rb").read().strip()).get("claim")
                 except Exception: pass
             owner = owned_parts.get(claim)
             if owner is None: problem(f"{f} ({os.path.getsize(p)} bytes): its owner (claim {claim}) is no job in the spool")
             elif owner[0] not in ("hold", "failed") or jobs[owner[1]]["expect"] == "cancelled":
                 problem(f"{f} left, owned by job {owner[1]} in {owner[2]} ({jobs[owner[1]]['expect']})")
         elif f.endswith(".part.json"):
-            if not os.path.exists(p[: -len(".json")]): problem(f"record {f} without its .part")
+            if not os.path.exists(p[: -len(".json")]):
+                # A job held after it published its file and before it was filed keeps the file's
+                # record, so that a release finds the file finished (docs/spool.md).
+                claim = None
+                try: claim = json.loads(open(p, "rb").read().strip()).get("claim")
+                except Exception: pass
+                owner = owned_parts.get(claim)
+                final = os.path.join(dest, f[1 : -len(".part.json")])
+                if not (os.path.exists(final) and owner is not None and owner[0] == "hold"):
+                    problem(f"record {f} without its .part")
         elif f.endswith(".bad"): pass
         else: problem(f"hidden file left in the destination: {f}")
     elif p not in done_files:
