@@ -152,12 +152,24 @@ public enum SpoolControl {
             }
             return entry
         }
-        let target = try spool.file(path: source, as: .failed, status: record)
-        if let stateFile { try? FileSystem.removeIfPresent(stateFile.path) }
         let owner = PartOwner(job: jobName, claim: claim)
         let destinations = [Agent.absolute(config.destination ?? spool.root + "/downloads")]
             + config.classes.compactMap { $0.destination.map(Agent.absolute) }
         let key = RecordKey.folder().flatMap(RecordKey.read(inFolder:))
+        // A download the agent published before the job left work/ (held as it was being filed)
+        // is done: its status names the file, which stays (found by the soak: it was left unnamed).
+        if case .success(let spec) = spec {
+            for (index, download) in spec.downloads.enumerated() where index < record.downloads.count {
+                guard record.downloads[index].state != .done,
+                      let (path, bytes) = publishedFile(of: download, in: destinations, ownedBy: owner, key: key) else { continue }
+                record.downloads[index].state = .done
+                record.downloads[index].file = path
+                record.downloads[index].bytes = bytes
+                record.downloads[index].error = nil
+            }
+        }
+        let target = try spool.file(path: source, as: .failed, status: record)
+        if let stateFile { try? FileSystem.removeIfPresent(stateFile.path) }
         if case .success(let spec) = spec {
             for download in spec.downloads {
                 let name = download.out ?? FileName.fromURL(download.urls[0])
@@ -169,6 +181,25 @@ public enum SpoolControl {
             }
         }
         return target
+    }
+
+    /// The file `download` published for `owner` in one of `destinations` (its `.part` gone, its
+    /// owner mark or record naming the job: `OutputNames.isPublished`), with its size; nil if none.
+    private static func publishedFile(of download: DownloadSpec, in destinations: [String], ownedBy owner: PartOwner,
+                                      key: RecordKey?) -> (path: String, bytes: Int64)? {
+        guard let key else { return nil }
+        let name = download.out ?? FileName.fromURL(download.urls[0])
+        for destination in Set(destinations) {
+            guard let root = try? DirectoryHandle.openRoot(destination, create: false),
+                  let folder = try? root.descend(download.dir ?? "", create: false) else { continue }
+            for candidate in OutputNames.variants(of: name).prefix(100) {
+                guard let found = try? folder.status(candidate) else { continue }
+                if (try? OutputNames.isPublished(candidate, found, in: folder, by: owner, key: key)) == true {
+                    return (folder.path + "/" + candidate, Int64(found.st_size))
+                }
+            }
+        }
+        return nil
     }
 
     /// Removes the `.part` files (and records) among the names a download may have taken that

@@ -161,4 +161,28 @@ struct HoldReleaseTests {
         #expect(downloads.first?["state"] as? String == "cancelled")
         #expect(status?["state"] as? String == "cancelled")
     }
+
+    @Test("cancel of a job held after its file was published and before it was filed: the status names the file, done, and the file stays whole")
+    func cancelAfterPublishNamesTheFile() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(50_000, seed: 9_965)
+        server.serve("/pub.bin", body: body)
+        let fixture = try SpoolFixture()
+        try fixture.drop("pub.url", server.url("/pub.bin") + "\n")
+        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
+                                          environment: ["DROPFETCH_CRASH_AT": "published:1"], log: fixture.logPath, in: fixture)
+        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        let file = fixture.destination + "/pub.bin"
+        #expect(FileManager.default.fileExists(atPath: file))
+        #expect(try fixture.runCLI(["hold", "pub"]) == 0)
+        #expect(try fixture.runCLI(["cancel", "pub"]) == 0)
+        #expect(fixture.jobs(in: "failed") == ["pub.url"])
+        let status = fixture.statusObject("failed", "pub.url")
+        let download = (status?["downloads"] as? [[String: Any]])?.first
+        #expect(status?["state"] as? String == "cancelled", "\(status ?? [:])")
+        #expect(download?["state"] as? String == "done", "\(status ?? [:])")
+        #expect(download?["file"] as? String == file)
+        #expect(StatusFields.int(download?["bytes"]) == Int64(body.count))
+        #expect(fixture.downloaded("pub.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+    }
 }
