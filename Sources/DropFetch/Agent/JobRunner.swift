@@ -116,15 +116,13 @@ final class JobRunner: AgentPart {
         let index = entry.unit.download
         guard let part = job.downloads[index].part else { return }
         if table.runningCount == 0 { lastStateRefresh = MonotonicClock.now() }
-        // The state on disk learns the routing folder at the first start (after a crash the
-        // class, and so the destination, comes from it) and the count at each new attempt (a
-        // `hold` takes the file as it is). A first attempt from the inbox's top needs neither:
-        // its state is first written by the progress refresh, which a small job never reaches.
-        // A job claimed under another name (`x.1.url`) writes it at once too: recovery takes
-        // the job's own name, which its `.part` records name as owner, from there.
+        // The state on disk learns the count at each new attempt (a `hold` takes the file as it
+        // is). A first attempt needs none: what recovery needs of a job from a routing folder or
+        // claimed under another name (`x.1.url`) — its folder and its own name, which its `.part`
+        // names as owner — the claim wrote before it moved the job (SpoolClaim), and the rest is
+        // first written by the progress refresh, which a small job never reaches.
         let lifecycle = job.downloads[index].lifecycle
-        let recordsState = (job.record.started == nil && (!(job.record.folder ?? "").isEmpty || job.workName != job.record.job))
-            || (lifecycle.beginsAttempt && lifecycle.attempt > 0)
+        let recordsState = lifecycle.beginsAttempt && lifecycle.attempt > 0
         let newAttempt = lifecycle.beginsAttempt
         job.apply(.attemptBegins(partSize: part.size, recordMirror: part.record.mirror), to: index)
         let download = job.downloads[index]
