@@ -46,12 +46,8 @@ extension JobRunner {
             try part.recordPieces(resumed.map)
             try group.startDigest()
             opened = try group.fill(limit: max(1, admission.room(host: entry.host, className: entry.className)))
-        } catch let refused as TransferFailure {
-            return endAttempt(job, index, refused)
         } catch {
-            let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
-            return endAttempt(job, index, TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
-                                                          retryAfter: nil, bytes: resumed.map.doneBytes, resumedFrom: 0))
+            return endAttempt(job, index, JobRunner.startFailure(error, bytes: resumed.map.doneBytes))
         }
         guard let lead = opened.first else { return }
         table.started(lead, for: entry.unit)

@@ -180,12 +180,8 @@ final class JobRunner: AgentPart {
             transfer = try Transfer(request, part: part, crashPlan: crashPlan)
             transfer.receiveBudget = context.receiveBudget
             try multi.add(transfer.easy)
-        } catch let refused as TransferFailure {
-            return endAttempt(job, index, refused)
         } catch {
-            let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
-            return endAttempt(job, index, TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil,
-                                                          retryAfter: nil, bytes: part.size, resumedFrom: 0))
+            return endAttempt(job, index, JobRunner.startFailure(error, bytes: part.size))
         }
         admission.started(host: entry.host, className: entry.className)
         transfer.restartedFromZero = { [logger, jobName = job.record.job, offset = transfer.requestedOffset, weak job] in
@@ -203,6 +199,14 @@ final class JobRunner: AgentPart {
         if recordsState { filer.saveState(job) }
         bandwidth.applyRateLimits()
         JobLog.started(job, index, from: transfer.requestedOffset, logger: logger)
+    }
+
+    /// Why a transfer could not start, as the attempt's failure: its own refusal, else a full
+    /// disk (`no_space`) or `internal`.
+    static func startFailure(_ error: any Error, bytes: Int64) -> TransferFailure {
+        if let refused = error as? TransferFailure { return refused }
+        let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
+        return TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil, retryAfter: nil, bytes: bytes, resumedFrom: 0)
     }
 
     /// Handles a transfer libcurl reports as done.

@@ -57,11 +57,6 @@ final class QuotaLedger {
         isDirty = false
     }
 
-    /// Every agent's counts summed: this agent's from memory, the others' from their files.
-    func readAll() -> [QuotaUsage.Key: Int64] {
-        QuotaLedger.adding(own, to: QuotaLedger.others(in: folder, except: agent))
-    }
-
     /// The counts of every agent's file in `folder` but `agent`'s, summed.
     static func others(in folder: String, except agent: String) -> [QuotaUsage.Key: Int64] {
         var total: [QuotaUsage.Key: Int64] = [:]

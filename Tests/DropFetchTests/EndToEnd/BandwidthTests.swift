@@ -12,15 +12,6 @@ struct BandwidthTests {
         return Double(whole) + Double(fraction) / 1e18
     }
 
-    /// The first download entry of a running job's state file, as JSON, if there is one yet.
-    private func runningEntry(_ fixture: SpoolFixture, _ job: String) -> [String: Any]? {
-        let path = fixture.spool + "/work/test-agent/" + String(job.dropLast(4)) + ".state.json"
-        guard let data = FileManager.default.contents(atPath: path),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              object["state"] as? String == "running" else { return nil }
-        return (object["downloads"] as? [[String: Any]])?.first
-    }
-
     @Test("a 1.2 MB download at max-download-limit=200K takes 4.5–7.5 s; its state file shows the limit, the speed and one connection")
     func ownLimit() throws {
         let server = try TestHTTPServer()
@@ -34,7 +25,7 @@ struct BandwidthTests {
         try agent.start()
         var entry: [String: Any]?
         #expect(try waitUntil(timeout: .seconds(4), interval: .milliseconds(50)) {
-            entry = runningEntry(fixture, "own.url")
+            entry = fixture.runningEntry("own.url")
             return entry?["bytes_per_second"] is Int
         }, "\(fixture.log)")
         #expect(try agent.wait(timeout: .seconds(30)) == .exited(0), "\(fixture.log)")
@@ -152,7 +143,7 @@ struct BandwidthTests {
         try fixture.drop("big.url", server.url("/big.bin") + "\n")
         var entry: [String: Any]?
         #expect(try waitUntil(timeout: .seconds(5), interval: .milliseconds(50)) {
-            entry = runningEntry(fixture, "big.url")
+            entry = fixture.runningEntry("big.url")
             return (entry?["bytes"] as? Int ?? 0) > 0 && entry?["bytes_per_second"] is Int
         }, "\(fixture.log)")
         #expect(entry?["rate_limit"] as? Int == 102_400)
@@ -195,7 +186,7 @@ struct BandwidthTests {
         let atFour = fixture.fileSize(part) ?? 0
         var entry: [String: Any]?
         _ = try waitUntil(timeout: .seconds(2), interval: .milliseconds(50)) {
-            entry = runningEntry(fixture, "long.url")
+            entry = fixture.runningEntry("long.url")
             return entry?["rate_limit"] is Int
         }
         try fixture.stopDaemon()

@@ -40,6 +40,12 @@ extension SpoolFixture {
         jsonObject(at: "work/\(agent)/" + String(jobName.dropLast(4)) + ".state.json")
     }
 
+    /// The first download entry of running job `jobName`'s state file, if it has one yet.
+    func runningEntry(_ jobName: String) -> [String: Any]? {
+        guard let state = stateJSON(jobName), state["state"] as? String == "running" else { return nil }
+        return (state["downloads"] as? [[String: Any]])?.first
+    }
+
     /// `<folder>/<stem>.status.json` of record `recordName` (`x.url`, `x.1.url`).
     func statusObject(_ folder: String, _ recordName: String) -> [String: Any]? {
         jsonObject(at: folder + "/" + String(recordName.dropLast(4)) + ".status.json")

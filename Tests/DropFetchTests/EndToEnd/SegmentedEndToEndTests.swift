@@ -21,15 +21,6 @@ struct SegmentedEndToEndTests {
         return (first, last)
     }
 
-    /// The first download entry of a running job's state file, if there is one yet.
-    private func runningEntry(_ fixture: SpoolFixture, _ job: String) -> [String: Any]? {
-        let path = fixture.spool + "/work/test-agent/" + String(job.dropLast(4)) + ".state.json"
-        guard let data = FileManager.default.contents(atPath: path),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              object["state"] as? String == "running" else { return nil }
-        return (object["downloads"] as? [[String: Any]])?.first
-    }
-
     @Test("split=8: the first request and 7 segments, one request each, whose ranges tile the file; sha256 right, connections 8 while running")
     func eightSegments() throws {
         let server = try TestHTTPServer()
@@ -41,7 +32,7 @@ struct SegmentedEndToEndTests {
         try agent.start()
         var most = 0
         _ = try waitUntil(timeout: .seconds(20), interval: .milliseconds(50)) {
-            most = max(most, runningEntry(fixture, "f.url")?["connections"] as? Int ?? 0)
+            most = max(most, fixture.runningEntry("f.url")?["connections"] as? Int ?? 0)
             return most == 8 || !(agent.isRunning)
         }
         #expect(try agent.wait(timeout: .seconds(60)) == .exited(0), "\(fixture.log)")
@@ -217,7 +208,7 @@ struct SegmentedEndToEndTests {
         try fixture.drop("p.url", server.url("/p.bin") + "\n  split=8\n")
         let part = fixture.partPath("p.bin")
 
-        #expect(try waitUntil(timeout: .seconds(10)) { (runningEntry(fixture, "p.url")?["connections"] as? Int ?? 0) > 1 }, "\(fixture.logTail())")
+        #expect(try waitUntil(timeout: .seconds(10)) { (fixture.runningEntry("p.url")?["connections"] as? Int ?? 0) > 1 }, "\(fixture.logTail())")
         #expect(try fixture.runCLI(["hold", "p"], config: config) == 0)
         #expect(try waitUntil { server.requests(to: "/p.bin").allSatisfy(\.isFinished) })
         let held = recordedPieces(part)

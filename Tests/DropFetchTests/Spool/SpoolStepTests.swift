@@ -55,34 +55,30 @@ struct SpoolStepTests {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try drop("x.url", in: root, body: "http://h/one\n")
-        guard case .success(var read) = JobFileReader.contents(of: "x.url", in: try spool.routingFolder(""), limit: 1 << 20) else {
-            Issue.record("not read")
-            return
-        }
+        var read = try indexRead("x.url", in: spool)
         // Same length, other bytes: what comes back shows which one the claim took.
         read.bytes = Array("http://h/two\n".utf8)
-        let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, known: read, naming: nil)
-        _ = claim.perform()
-        guard case .claimed(_, _, .success(let taken)) = claim.ending else {
-            Issue.record("not claimed: \(claim.ending)")
-            return
-        }
-        #expect(String(decoding: taken.bytes, as: UTF8.self) == "http://h/two\n")
+        #expect(claimedText("x.url", in: spool, known: read) == "http://h/two\n")
 
         // Written again with another size after the index read: the claim reads the file.
         try drop("y.url", in: root, body: "http://h/y\n")
-        guard case .success(let stale) = JobFileReader.contents(of: "y.url", in: try spool.routingFolder(""), limit: 1 << 20) else {
-            Issue.record("not read")
-            return
-        }
+        let stale = try indexRead("y.url", in: spool)
         try drop("y.url", in: root, body: "http://h/y-longer\n")
-        let again = JobClaim(.init(relativePath: "y.url", modified: 0), in: spool, limit: 1 << 20, known: stale, naming: nil)
-        _ = again.perform()
-        guard case .claimed(_, _, .success(let fresh)) = again.ending else {
-            Issue.record("not claimed: \(again.ending)")
-            return
-        }
-        #expect(String(decoding: fresh.bytes, as: UTF8.self) == "http://h/y-longer\n")
+        #expect(claimedText("y.url", in: spool, known: stale) == "http://h/y-longer\n")
+    }
+
+    /// The inbox index's read of inbox file `name`.
+    private func indexRead(_ name: String, in spool: Spool) throws -> JobFileReader.Contents {
+        try JobFileReader.contents(of: name, in: spool.routingFolder(""), limit: 1 << 20).get()
+    }
+
+    /// The job file's text as the claim of `name`, given the index's read `known`, took it; nil
+    /// when it was not claimed.
+    private func claimedText(_ name: String, in spool: Spool, known: JobFileReader.Contents) -> String? {
+        let claim = JobClaim(.init(relativePath: name, modified: 0), in: spool, limit: 1 << 20, known: known, naming: nil)
+        _ = claim.perform()
+        guard case .claimed(_, _, .success(let taken)) = claim.ending else { return nil }
+        return String(decoding: taken.bytes, as: UTF8.self)
     }
 
     /// What a claim's worker needs to take names in `destination` (`OutputNames.claimNaming`).
