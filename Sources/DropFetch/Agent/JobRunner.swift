@@ -35,6 +35,8 @@ final class JobRunner: AgentPart {
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if schedule.holdsBack(entry) { continue }
+            // The exchange's answer wakes the loop, whose next turn starts it or holds it back.
+            if schedule.awaitsLedger(className: entry.className) { return scheduler.enqueue(entry) }
             if entry.unit.download == Scheduler.Unit.wholeJob {
                 // A rescan waits for the claims in flight (Agent.housekeeping).
                 guard !intake.holdsClaims else { return scheduler.enqueue(entry) }

@@ -175,6 +175,14 @@ final class ScheduleGate: AgentPart {
         return found
     }
 
+    /// Whether a download of this class waits for the ledger exchange on its way (`QuotaLedgerSync`)
+    /// before it starts: a quota covers the class, and the exchange brings the other agents' counts
+    /// to the decision (an agent with nothing running exchanges at once, so that what it starts
+    /// next obeys every agent's counts, not the ones of up to a second ago).
+    func awaitsLedger(className: String) -> Bool {
+        syncInFlight && quotas.contains { $0.quota.className == nil || $0.quota.className == className }
+    }
+
     /// Sets `entry` aside until its hold ends when one is in force: a claimed download waits
     /// (state `waiting`, its reason and `retry_at` in the state file), an inbox job stays unclaimed.
     func holdsBack(_ entry: Scheduler.Entry) -> Bool {

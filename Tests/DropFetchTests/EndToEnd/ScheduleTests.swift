@@ -163,4 +163,28 @@ struct ScheduleTests {
         #expect(fixture.log.contains("quota reached"), "\(fixture.log)")
         for job in done { #expect(try fixture.status("done", job).downloads[0].bytes == Int64(body.count)) }
     }
+
+    @Test("an agent whose transfer ends reads the other agents' ledger before it starts the next: a ledger written during the transfer holds the next back")
+    func nextStartReadsTheLedger() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(300_000, seed: 276)
+        // Two halves 300 ms apart: the transfer ends before the agent's once-a-second exchange.
+        server.serve("/q.bin", body: body, faults: [.drip(bytesPerChunk: 150_000, interval: .milliseconds(300))])
+        let fixture = try SpoolFixture()
+        try fixture.writeConfig("concurrency: { total: 1 }\nonce_wait: 1s\nquota: [{ period: daily, bytes: 1MB }]\n")
+        for index in 1...2 { try fixture.drop("q\(index).url", server.url("/q.bin?\(index)") + "\n  out=q\(index).bin\n") }
+        let agent = try AgentProcess(["run", "--once"], config: fixture.configPath, log: fixture.logPath, in: fixture, heldAtStart: true)
+        try agent.start()
+        try agent.release()
+        #expect(try waitUntil { ["q1.bin", "q2.bin"].contains { (fixture.fileSize(fixture.partPath($0)) ?? 0) >= 150_000 } },
+                "\(fixture.log)")
+        // Another agent's count of today: 800,000 bytes, and this one's 300,000 make more than 1 MiB.
+        try FileManager.default.createDirectory(atPath: fixture.spool + "/quota", withIntermediateDirectories: true)
+        try "daily \(ScheduleStatusTests.today()) default 800000\n"
+            .write(toFile: fixture.spool + "/quota/agent-z", atomically: true, encoding: .utf8)
+        #expect(try agent.wait(timeout: .seconds(30)) == .exited(75), "\(fixture.log)")
+        #expect(fixture.jobs(in: "done").count == 1, "\(fixture.log)")
+        #expect(server.requests.count == 1, "the second transfer started: \(fixture.log)")
+        #expect(fixture.log.contains("quota reached"), "\(fixture.log)")
+    }
 }
