@@ -185,4 +185,25 @@ struct HoldReleaseTests {
         #expect(StatusFields.int(download?["bytes"]) == Int64(body.count))
         #expect(fixture.downloaded("pub.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
     }
+
+    @Test("release of a job held after its file was published and before it was filed: done with that file, fetched once, no second copy")
+    func releaseAfterPublishKeepsTheFile() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(50_000, seed: 9_966)
+        server.serve("/kept.bin", body: body)
+        let fixture = try SpoolFixture()
+        try fixture.drop("kept.url", server.url("/kept.bin") + "\n")
+        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
+                                          environment: ["DROPFETCH_CRASH_AT": "published:1"], log: fixture.logPath, in: fixture)
+        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        #expect(try fixture.runCLI(["hold", "kept"]) == 0)
+        #expect(try fixture.runCLI(["release", "kept"]) == 0)
+        #expect(try fixture.runCLI(["run", "--once"]) == 0, "\(fixture.logTail())")
+        #expect(fixture.jobs(in: "done") == ["kept.url"])
+        expectDone(fixture, "kept.url", body: body)
+        let download = (fixture.statusObject("done", "kept.url")?["downloads"] as? [[String: Any]])?.first
+        #expect(download?["file"] as? String == fixture.destination + "/kept.bin")
+        #expect(server.requests(to: "/kept.bin").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: fixture.destination + "/kept.1.bin"))
+    }
 }
