@@ -70,10 +70,11 @@ TSAN_OPTIONS_RUN := halt_on_error=1:exitcode=66:log_path=$(CURDIR)/$(TSAN_REPORT
 # the LTO module's call-frame information goes to .debug_frame, which strip removes, not .eh_frame
 # (LLVM's exception model sjlj: that module has no landing pad, so the model decides only where the
 # CFI goes, and a landing pad would fail the link on _Unwind_SjLj_Register; no exception unwinds
-# through Swift code, but gdb and perf --call-graph=dwarf need the unstripped binary to walk its frames); the executable exports no symbols (the static stdlib's link
-# arguments export ours with -export-dynamic; nothing loads them); and its relative relocations are
-# packed (DT_RELR), which glibc loads from 2.36 on: an older glibc, which could not start such a
-# binary, gets them unpacked (and a binary about 0.9 MB bigger).
+# through Swift code, but gdb and perf --call-graph=dwarf need the unstripped binary to walk its
+# frames); the executable exports no symbols (the static stdlib's link arguments export ours with
+# -export-dynamic; nothing loads them); and its relative relocations are packed (DT_RELR), which
+# glibc loads from 2.36 on: an older glibc, which could not start such a binary, gets them unpacked
+# (and a binary about 0.9 MB bigger).
 RELR_FLAGS := $(shell getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ split($$2, v, "."); \
   if (v[1] > 2 || (v[1] == 2 && v[2] >= 36)) print "-Xlinker -z -Xlinker pack-relative-relocs" }')
 SIZE_FLAGS := -Xswiftc -Osize --experimental-lto-mode=full -Xlinker --icf=safe \
