@@ -164,14 +164,7 @@ struct HoldReleaseTests {
 
     @Test("cancel of a job held after its file was published and before it was filed: the status names the file, done, and the file stays whole")
     func cancelAfterPublishNamesTheFile() throws {
-        let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(50_000, seed: 9_965)
-        server.serve("/pub.bin", body: body)
-        let fixture = try SpoolFixture()
-        try fixture.drop("pub.url", server.url("/pub.bin") + "\n")
-        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
-                                          environment: ["DROPFETCH_CRASH_AT": "published:1"], log: fixture.logPath, in: fixture)
-        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        let (_, body, fixture) = try Self.killedAfterPublishing("pub", seed: 9_965)
         let file = fixture.destination + "/pub.bin"
         #expect(FileManager.default.fileExists(atPath: file))
         #expect(try fixture.runCLI(["hold", "pub"]) == 0)
@@ -188,14 +181,7 @@ struct HoldReleaseTests {
 
     @Test("release of a job held after its file was published and before it was filed: done with that file, fetched once, no second copy")
     func releaseAfterPublishKeepsTheFile() throws {
-        let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(50_000, seed: 9_966)
-        server.serve("/kept.bin", body: body)
-        let fixture = try SpoolFixture()
-        try fixture.drop("kept.url", server.url("/kept.bin") + "\n")
-        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
-                                          environment: ["DROPFETCH_CRASH_AT": "published:1"], log: fixture.logPath, in: fixture)
-        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        let (server, body, fixture) = try Self.killedAfterPublishing("kept", seed: 9_966)
         #expect(try fixture.runCLI(["hold", "kept"]) == 0)
         #expect(try fixture.runCLI(["release", "kept"]) == 0)
         #expect(try fixture.runCLI(["run", "--once"]) == 0, "\(fixture.logTail())")
@@ -205,5 +191,19 @@ struct HoldReleaseTests {
         #expect(download?["file"] as? String == fixture.destination + "/kept.bin")
         #expect(server.requests(to: "/kept.bin").count == 1)
         #expect(!FileManager.default.fileExists(atPath: fixture.destination + "/kept.1.bin"))
+    }
+
+    /// Job `<name>.url` (one download, `<name>.bin`, 50,000 bytes) whose agent was killed right
+    /// after it published the file, before it filed the job: the job is still in work/.
+    private static func killedAfterPublishing(_ name: String, seed: UInt64) throws -> (TestHTTPServer, [UInt8], SpoolFixture) {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(50_000, seed: seed)
+        server.serve("/\(name).bin", body: body)
+        let fixture = try SpoolFixture()
+        try fixture.drop("\(name).url", server.url("/\(name).bin") + "\n")
+        let ending = try AgentProcess.run(["run", "--once"], config: fixture.configPath,
+                                          environment: ["DROPFETCH_CRASH_AT": "published:1"], log: fixture.logPath, in: fixture)
+        #expect(ending == .signalled(SIGKILL), "\(fixture.log)")
+        return (server, body, fixture)
     }
 }
