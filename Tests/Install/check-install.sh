@@ -70,10 +70,10 @@ libs=$(ldd "$bin")
 if grep -q -e "$toolchain_lib" -e 'not found' <<<"$libs"; then echo "$libs" >&2; fail "ldd: needs $toolchain_lib"; fi
 if readelf -d "$bin" | grep -qE 'RPATH|RUNPATH'; then fail "the binary has a RUNPATH"; fi
 ok "ldd: $(wc -l <<<"$libs") system libraries, none in $toolchain_lib; no RUNPATH"
-# The installed (stripped) binary is under 15 MB, 15,000,000 bytes (issue 25; how, in the Makefile's
+# The installed (stripped) binary is under 20 MB, 20,000,000 bytes (issues 25 and 34; how, in the Makefile's
 # SIZE_FLAGS). A glibc older than 2.36 cannot load packed relocations (DT_RELR), so there the build
 # leaves them unpacked and the binary is about 0.9 MB bigger: its size is printed, not held to the limit.
-size_limit=15000000
+size_limit=20000000
 size=$(stat -c %s "$bin")
 size_mb=$(awk -v s="$size" 'BEGIN { printf "%.2f MB (%.2f MiB)", s / 1e6, s / 1048576 }')
 if readelf -d "$bin" | grep -q '(RELR)'; then
