@@ -194,7 +194,7 @@ extension Job {
     /// The scheduler's entry for one of this job's downloads.
     func schedulerEntry(_ index: Int) -> Scheduler.Entry {
         Scheduler.Entry(unit: Scheduler.Unit(job: id, download: index), priority: record.priority,
-                        arrival: Int(arrival), host: URLParts(downloads[index].currentURL)?.host ?? "",
+                        arrival: Int(arrival), host: downloads[index].spec.host(mirror: downloads[index].mirror),
                         className: record.className)
     }
 }

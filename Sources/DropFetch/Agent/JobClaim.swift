@@ -70,7 +70,12 @@ final class JobClaim: WorkerTask {
         let naming: Naming?
 
         func perform() -> Answer {
-            let ending = claim.perform()
+            var ending = claim.perform()
+            // The job file is parsed here, off the loop, at most once: admission takes the spec along.
+            if case .claimed(let workName, let previous, .success(var contents)) = ending {
+                _ = contents.parse()
+                ending = .claimed(workName: workName, previous: previous, contents: .success(contents))
+            }
             guard let naming, case .claimed(_, nil, .success(let contents)) = ending,
                   let (taken, opened) = reserveFirst(contents, naming) else {
                 return Answer(ending: ending, firstPart: nil, openedRoot: nil)
@@ -79,15 +84,14 @@ final class JobClaim: WorkerTask {
         }
 
         /// The first download's name taken under `naming`, when the job is one `JobIntake.admit`
-        /// accepts as it is; nil for anything it would refuse or handle otherwise.
+        /// accepts as it is (`JobAcceptance`); nil for anything it would refuse or handle otherwise.
         private func reserveFirst(_ contents: JobFileReader.Contents, _ naming: Naming)
             -> (Taken, (path: String, root: DirectoryHandle)?)? {
             let config = naming.config
-            guard let spec = try? JobFileParser.parse(contents.bytes), let download = spec.downloads.first else { return nil }
-            for url in spec.downloads.lazy.flatMap(\.urls) where !config.protocols.contains(URLParts(url)?.scheme ?? "") {
-                return nil
-            }
-            guard case .success(let jobClass) = config.resolveClass(spec: spec, folder: claim.entry.folder) else { return nil }
+            guard case .success(let spec) = contents.parsed, let download = spec.downloads.first,
+                  case .success(let accepted) = JobAcceptance.check(spec, folder: claim.entry.folder, config: config)
+            else { return nil }
+            let jobClass = accepted.jobClass
             let path = jobClass?.destination.map(Agent.absolute) ?? naming.defaultDestination
             let subfolder: String
             do {
@@ -110,7 +114,7 @@ final class JobClaim: WorkerTask {
                 owner: PartOwner(job: claim.entry.name, claim: contents.inode), onConflict: config.onConflict,
                 digest: config.digest, mode: config.fileMode, durable: config.fsync, key: naming.key)
             guard case .reserved(let part) = reservation.perform() else { return nil }
-            return (Taken(part: part, className: jobClass?.name ?? "default"), opened)
+            return (Taken(part: part, className: accepted.className), opened)
         }
     }
 }

@@ -119,15 +119,17 @@ final class JobIntake: AgentPart {
         var hints = QueueHints()
         let entry = Spool.InboxEntry(relativePath: path, modified: 0)
         guard let routing = try? spool.routingFolder(entry.folder),
-              case .success(let contents) = JobFileReader.contents(of: entry.name, in: routing, limit: config.limits.maxJobFileSize)
+              case .success(var contents) = JobFileReader.contents(of: entry.name, in: routing, limit: config.limits.maxJobFileSize)
         else { return hints }
+        // Parsed here once: the claim and admission take the spec along with the bytes.
+        let parsed = contents.parse()
         hints.modified = contents.modified
         hints.contents = contents
-        guard let spec = try? JobFileParser.parse(contents.bytes) else { return hints }
+        guard case .success(let spec) = parsed else { return hints }
         let found = (try? config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
         hints.className = found?.name ?? "default"
         hints.priority = spec.priority ?? found?.priority ?? 0
-        hints.host = spec.downloads.first.flatMap { URLParts($0.urls[0])?.host } ?? ""
+        hints.host = spec.downloads.first?.host() ?? ""
         return hints
     }
 
@@ -249,32 +251,24 @@ final class JobIntake: AgentPart {
                                 metadata: ["job": "\(jobName)"])
         case .failure(.invalid(let error)):
             return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
-        case .success(let contents):
+        case .success(var contents):
             claim = contents.inode
-            do {
-                spec = try JobFileParser.parse(contents.bytes)
-            } catch {
+            // Parsed by the index or the claim's worker already, unless recovery read it.
+            switch contents.parse() {
+            case .success(let parsed): spec = parsed
+            case .failure(let error):
                 return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
             }
         }
         record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
-        for download in spec.downloads {
-            for url in download.urls {
-                let scheme = URLParts(url)?.scheme ?? ""
-                guard config.protocols.contains(scheme) else {
-                    return filer.fileImmediately(workName, record, Failure(
-                        .unsupportedProtocol, "\(jobName): line \(download.line): scheme '\(scheme)' is not in protocols \(config.protocols)"))
-                }
-            }
+        let accepted: JobAcceptance
+        switch JobAcceptance.check(spec, folder: folder, config: config) {
+        case .success(let found): accepted = found
+        case .failure(let refusal):
+            return filer.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
         }
-        let jobClass: Config.JobClass?
-        switch config.resolveClass(spec: spec, folder: folder) {
-        case .success(let found): jobClass = found
-        case .failure(let failure):
-            return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(failure.message)"))
-        }
-        record.className = jobClass?.name ?? "default"
-        record.priority = spec.priority ?? jobClass?.priority ?? 0
+        record.className = accepted.className
+        record.priority = accepted.priority
         record.ignoredOptions = spec.ignoredOptions.isEmpty ? nil : spec.ignoredOptions
 
         // A claim writes a state first for a job from a routing folder or under another name (SpoolClaim).

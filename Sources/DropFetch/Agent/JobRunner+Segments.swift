@@ -17,7 +17,7 @@ extension JobRunner {
     /// and no segment of it was refused in this run.
     func mayBeSplit(_ job: Job, _ index: Int, _ request: TransferRequest) -> Bool {
         guard job.downloads[index].lifecycle.maySplit, !request.protocolKind.isFileBased else { return false }
-        let scheme = URLParts(request.url)?.scheme.lowercased() ?? ""
+        let scheme = request.scheme.isEmpty ? URLParts(request.url)?.scheme ?? "" : request.scheme
         return (scheme == "http" || scheme == "https") && splitSettings(job, index).connections > 1
     }
 
@@ -84,7 +84,7 @@ extension JobRunner {
         let facts = transfer.splitFacts
         guard SegmentCheck.maySplit(facts, written: transfer.written, connections: settings.connections, minSize: settings.minSize),
               let validator = facts.validator, let total = facts.total else { return }
-        let host = URLParts(transfer.request.url)?.host ?? ""
+        let host = transfer.request.host
         let room = admission.room(host: host, className: job.record.className)
         guard room > 0 else {
             return logger.debug("not split: no connection free for the host or class", metadata: ["job": "\(job.record.job)"])
@@ -135,7 +135,7 @@ extension JobRunner {
               let job = table.job(unit.job) else { return }
         multi.remove(transfer.easy)
         table.segmentEnded(key)
-        let host = URLParts(transfer.request.url)?.host ?? ""
+        let host = transfer.request.host
         admission.finished(host: host, className: job.record.className)
         let outcome = transfer.finish(result)
         if case .failed(let failure) = outcome {
@@ -224,7 +224,7 @@ extension JobRunner {
             multi.remove(transfer.easy)
             table.segmentEnded(transfer.easy.key)
             if countingConnections {
-                admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: className)
+                admission.finished(host: transfer.request.host, className: className)
             }
         }
         _ = table.ended(key: lead.easy.key)

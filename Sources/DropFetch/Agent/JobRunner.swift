@@ -133,6 +133,8 @@ final class JobRunner: AgentPart {
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
             lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
         request.mirror = download.mirror
+        request.scheme = download.spec.parts[min(download.mirror, download.spec.parts.count - 1)]?.scheme ?? ""
+        request.host = entry.host
         request.credentials = download.spec.credentials(forURL: download.currentURL)
         request.proxy = download.spec.proxy
         request.durable = config.fsync
@@ -218,7 +220,7 @@ final class JobRunner: AgentPart {
         }
         guard let (transfer, unit) = table.ended(key: key) else { return }
         multi.remove(transfer.easy)
-        admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: table.job(unit.job)?.record.className ?? "default")
+        admission.finished(host: transfer.request.host, className: table.job(unit.job)?.record.className ?? "default")
         bandwidth.applyRateLimits()
         if let descriptor = transfer.digestPending(after: result) {
             return hashing.append(PendingDigest(descriptor: descriptor, transfer: transfer, unit: unit, result: result))
@@ -282,7 +284,7 @@ final class JobRunner: AgentPart {
                 do {
                     try transfer.follow(hop)
                     try multi.add(transfer.easy)
-                    admission.started(host: URLParts(hop.url)?.host ?? "", className: job.record.className)
+                    admission.started(host: transfer.request.host, className: job.record.className)
                     table.started(transfer, for: unit)
                     job.apply(.redirected(key: transfer.easy.key, now: MonotonicClock.now()), to: index)
                     bandwidth.applyRateLimits()
@@ -431,7 +433,7 @@ final class JobRunner: AgentPart {
             _ = table.ended(key: transfer.easy.key)
             multi.remove(transfer.easy)
             try? transfer.part.saveRecord()
-            admission.finished(host: URLParts(transfer.request.url)?.host ?? "", className: job.record.className)
+            admission.finished(host: transfer.request.host, className: job.record.className)
             job.apply(.left, to: unit.download)
         }
         scheduler.remove(job: job.id)

@@ -9,7 +9,7 @@ extension Config {
             return .success(found)
         }
         let url = spec.downloads.first?.urls.first ?? ""
-        let host = URLParts(url)?.host ?? ""
+        let host = spec.downloads.first?.host() ?? ""
         let found = classes.first { jobClass in
             let match = jobClass.match
             if let wanted = match.folder, wanted != folder, !folder.hasPrefix(wanted + "/") { return false }

@@ -63,7 +63,12 @@ public struct DownloadSpec: Sendable, Equatable {
     }
 
     /// Mirrors of the same file, tried in order; never empty.
-    public var urls: [String]
+    public var urls: [String] {
+        didSet { parts = urls.map(URLParts.init) }
+    }
+    /// Each mirror's scheme and host as libcurl parses it (curl_url(3)), parsed once here: the
+    /// protocol check, the class rules, the queue's lanes and the admission counts all read them.
+    private(set) var parts: [URLParts?]
     /// The file name: one path component (a folder part of `out=sub/f.iso` is moved into ``dir``).
     public var out: String?
     /// A relative subfolder of the destination (`dir=`, plus the folder part of `out=`).
@@ -96,6 +101,7 @@ public struct DownloadSpec: Sendable, Equatable {
     public init(urls: [String], out: String? = nil, dir: String? = nil, checksum: Checksum? = nil,
                 headers: [String] = [], maxDownloadLimit: Int64? = nil, line: Int) {
         self.urls = urls
+        parts = urls.map(URLParts.init)
         self.out = out
         self.dir = dir
         self.checksum = checksum
@@ -108,12 +114,18 @@ public struct DownloadSpec: Sendable, Equatable {
     /// ``httpCredentials`` for http(s), ``ftpCredentials`` for ftp, ftps and sftp. Nil when the URL
     /// carries its own `user:pass@`, which wins, as in aria2.
     public func credentials(forURL url: String) -> Credentials? {
-        guard let parts = URLParts(url), !parts.hasUserInfo else { return nil }
+        let known = urls.firstIndex(of: url).flatMap { parts[$0] }
+        guard let parts = known ?? URLParts(url), !parts.hasUserInfo else { return nil }
         switch parts.scheme {
         case "http", "https": return httpCredentials
         case "ftp", "ftps", "sftp": return ftpCredentials
         default: return nil
         }
+    }
+
+    /// The host of mirror `mirror` (the last one past the end), lower-cased; empty when libcurl cannot parse it.
+    func host(mirror: Int = 0) -> String {
+        parts.isEmpty ? "" : parts[min(max(mirror, 0), parts.count - 1)]?.host ?? ""
     }
 
     /// The subfolder of `destination` to save into (nil for `destination` itself): ``dir``, or

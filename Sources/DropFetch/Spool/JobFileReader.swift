@@ -12,6 +12,22 @@ enum JobFileReader {
         var inode: UInt64
         /// Modification time (fstat(2)), nanoseconds since the epoch.
         var modified: Int64 = 0
+        /// The bytes parsed, once: the queue hints, the claim and admission share it (`parse()`).
+        private(set) var parsed: Result<JobSpec, JobFileError>?
+
+        init(bytes: [UInt8], inode: UInt64, modified: Int64 = 0) {
+            self.bytes = bytes
+            self.inode = inode
+            self.modified = modified
+        }
+
+        /// The job the bytes describe (JobFileParser), parsed at the first call only.
+        mutating func parse() -> Result<JobSpec, JobFileError> {
+            if let parsed { return parsed }
+            let result = Result { () throws(JobFileError) in try JobFileParser.parse(bytes) }
+            parsed = result
+            return result
+        }
     }
 
     /// Why a job file was not read.

@@ -72,14 +72,13 @@ public struct JobSubmission: Sendable {
             throw Refusal(message: "the job would be \(text.utf8.count) bytes, over limits.max_job_file_size "
                 + "(\(config.limits.maxJobFileSize))")
         }
-        for url in request.urls {
-            let scheme = URLParts(url)?.scheme.lowercased() ?? ""
-            guard config.protocols.contains(scheme) else {
-                throw Refusal(message: "\(Redaction.url(url)): scheme '\(scheme)' is not in protocols \(config.protocols) "
-                    + "(the config's protocols key)")
-            }
-        }
-        if case .failure(let failure) = config.resolveClass(spec: spec, folder: "") {
+        // The check `run` makes when it claims the job (JobAcceptance), worded for the command line.
+        switch JobAcceptance.check(spec, folder: "", config: config) {
+        case .success: break
+        case .failure(.unsupportedProtocol(let url, let scheme, _)):
+            throw Refusal(message: "\(Redaction.url(url)): scheme '\(scheme)' is not in protocols \(config.protocols) "
+                + "(the config's protocols key)")
+        case .failure(.unknownClass(let failure)):
             let known = config.classes.map(\.name)
             throw Refusal(message: "--class: \(failure.message)"
                 + (known.isEmpty ? " (the config defines no classes)" : " (the config has: \(known.joined(separator: ", ")))"))

@@ -35,8 +35,15 @@ struct TransferRequest: Sendable {
     /// `tls`, `ftp`, `sftp`, `proxy`, `no_proxy`, `netrc` of the job's class (Transfer+Network.swift).
     var network = Config.Network()
 
+    /// The scheme of `url` as libcurl parsed it with the job file (`DownloadSpec.parts`); empty:
+    /// parsed from `url` when asked.
+    var scheme = ""
+    /// The host `Admission` counts this attempt under: the job URL's, kept across redirects (the
+    /// hop goes on in the same slot), so the count taken at the start is the one given back.
+    var host = ""
+
     /// The protocol family of `url`, which decides how the request resumes.
-    var protocolKind: TransferProtocol { TransferProtocol(scheme: URLParts(url)?.scheme ?? "") }
+    var protocolKind: TransferProtocol { TransferProtocol(scheme: scheme.isEmpty ? URLParts(url)?.scheme ?? "" : scheme) }
 }
 
 /// How one attempt ended.
