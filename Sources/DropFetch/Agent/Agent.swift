@@ -63,7 +63,9 @@ public final class Agent {
     private var lastScan: Int64 = 0
     private var lastCleanup = MonotonicClock.now()
 
-    private var config: Config { context.config }
+    private var config: Config {
+        _read { yield context.config }
+    }
     private var options: Options { context.options }
     private var logger: Logger { context.logger }
     private var spool: Spool { context.spool }

@@ -3,7 +3,9 @@ import Logging
 /// What every part of the agent shares: the config in force, the spool, the job table, the multi
 /// handle. One per agent; only the event loop's thread touches it.
 final class AgentContext {
-    var config: Config
+    /// Read by every part at every step and replaced only by a reload, on the same thread: no
+    /// dynamic exclusivity check (swift_beginAccess) on each read.
+    @exclusivity(unchecked) var config: Config
     let options: Agent.Options
     let logger: Logger
     let spool: Spool
@@ -68,7 +70,11 @@ protocol AgentPart: AnyObject {
 }
 
 extension AgentPart {
-    var config: Config { context.config }
+    /// Borrowed, not copied: a copy of `Config` retains every string and array in it, and the
+    /// parts read one field of it at a time.
+    var config: Config {
+        _read { yield context.config }
+    }
     var logger: Logger { context.logger }
     var spool: Spool { context.spool }
     var table: JobTable { context.table }

@@ -8,6 +8,8 @@ import Logging
 enum JobLog {
     /// A download's transfer began.
     static func started(_ job: Job, _ index: Int, from offset: Int64, logger: Logger) {
+        // The fields cost a dozen strings: built only when the line is written.
+        guard logger.logLevel <= .info else { return }
         let download = job.downloads[index]
         var fields: Logger.Metadata = [
             "job": "\(job.record.job)", "url": "\(Redaction.url(download.currentURL))",
@@ -45,6 +47,7 @@ enum JobLog {
     /// A job was filed in done/ or failed/ as `recordPath`: `job done` at info, `job failed` or
     /// `job cancelled` at warning with the error.
     static func filed(_ record: StatusRecord, at recordPath: String, logger: Logger) {
+        guard logger.logLevel <= (record.state == .done ? .info : .warning) else { return }
         let downloads = record.downloads
         // The download a reader wants named: the first that did not finish, else the first.
         let named = downloads.first { $0.state != .done } ?? downloads.first

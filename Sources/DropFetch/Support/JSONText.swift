@@ -103,7 +103,7 @@ struct JSONText {
     /// A JSON string with `"`, `\` and control characters escaped.
     private mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        let hex = Array("0123456789abcdef".utf8)
+        func hex(_ digit: UInt8) -> UInt8 { digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
@@ -113,8 +113,8 @@ struct JSONText {
             case 0x09: bytes.append(contentsOf: "\\t".utf8)
             case 0..<0x20, 0x7F:
                 bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
+                bytes.append(hex(byte >> 4))
+                bytes.append(hex(byte & 0x0F))
             default: bytes.append(byte)
             }
         }

@@ -186,13 +186,12 @@ final class Transfer {
     /// CURLOPT_HEADERFUNCTION: collects one response's headers and decides at its blank line.
     /// FTP server replies come here too; they are not HTTP and are left to libcurl.
     fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
-            response = ResponseHeaders(statusLine: text)
+        if line.starts(with: "HTTP/".utf8) {
+            response = ResponseHeaders(statusLine: line)
             return true
         }
         if response.status == 0 { return true }
-        if text == "\r\n" || text == "\n" {
+        if line.elementsEqual("\r\n".utf8) || line.elementsEqual("\n".utf8) {
             guard response.isFinal(following: false) else { return true }
             if let location = response.redirectLocation {
                 // Through a proxy under block_private_addresses, the hop's target is checked here.
@@ -202,7 +201,7 @@ final class Transfer {
             }
             return decide(status: response.status)
         }
-        response.add(text)
+        response.add(line)
         return true
     }
 

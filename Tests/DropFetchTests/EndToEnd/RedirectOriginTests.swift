@@ -150,4 +150,35 @@ struct RedirectOriginTests {
         }
         #expect(fixture.destinationNames().isEmpty)
     }
+
+    /// `per_host` counts a transfer under its job's host for as long as it runs, redirects and all:
+    /// the place a redirected job took is given back under the host it was taken under (before,
+    /// the hop's host was counted up and never down, so with `per_host: 1` no job of that host
+    /// could start again and `run --once` never ended).
+    @Test("per_host gives back the place of a job redirected to another host: that host's own jobs still run")
+    func redirectGivesPlaceBack() throws {
+        let origin = try TestHTTPServer()
+        let other = try TestHTTPServer(host: "127.0.0.2")
+        var bodies: [String: [UInt8]] = [:]
+        for (index, name) in ["a", "b", "c", "d"].enumerated() {
+            bodies[name] = TestHTTPServer.randomBytes(20_000, seed: 110 + UInt64(index))
+            other.serve("/data/\(name).bin", body: bodies[name]!)
+        }
+        origin.setFaults("/start/a.bin", [.redirect(to: other.url("/data/a.bin"))])
+        origin.setFaults("/start/b.bin", [.redirect(to: other.url("/data/b.bin"))])
+        let fixture = try SpoolFixture(extraConfig: "concurrency: { total: 4, per_host: 1 }\n")
+        try fixture.drop("a.url", origin.url("/start/a.bin") + "\n  out=a.bin\n")
+        try fixture.drop("b.url", origin.url("/start/b.bin") + "\n  out=b.bin\n")
+        try fixture.drop("c.url", other.url("/data/c.bin") + "\n  out=c.bin\n")
+        try fixture.drop("d.url", other.url("/data/d.bin") + "\n  out=d.bin\n")
+
+        #expect(try fixture.runOnce(timeout: 60) == 0)
+
+        for name in ["a", "b", "c", "d"] {
+            let status = try fixture.status("done", "\(name).url")
+            #expect(status.state == .done, "\(name): \(status.state)")
+            #expect(status.downloads.first?.sha256 == TestHTTPServer.sha256Hex(bodies[name]!))
+            #expect(fixture.downloaded("\(name).bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(bodies[name]!))
+        }
+    }
 }

@@ -65,6 +65,23 @@ struct ResumeDecisionTests {
     func statusLine() {
         let headers = ResponseHeaders(statusLine: "HTTP/1.1 429 Too Many Requests\r\n")
         #expect(headers.status == 429)
+        // HTTP/2 as libcurl hands it over: no reason phrase.
+        #expect(ResponseHeaders(statusLine: "HTTP/2 206\r\n").status == 206)
+        #expect(ResponseHeaders(statusLine: "HTTP/1.1 2x6 Odd\r\n").status == 0)
+        #expect(ResponseHeaders(statusLine: "HTTP/1.1\r\n").status == 0)
+    }
+
+    @Test("header names are matched without case and values lose their surrounding blanks")
+    func headerLines() {
+        var headers = ResponseHeaders(statusLine: "HTTP/1.1 200 OK\r\n")
+        headers.add("Content-Range: \t bytes 0-9/10 \r\n")
+        headers.add("ETAG:\"v1\"\r\n")
+        headers.add("X-Empty:\r\n")
+        headers.add("no colon here\r\n")
+        #expect(headers["content-range"] == "bytes 0-9/10")
+        #expect(headers["etag"] == "\"v1\"")
+        #expect(headers["x-empty"] == "")
+        #expect(headers["no colon here"] == nil)
     }
 }
 
