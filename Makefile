@@ -16,7 +16,9 @@
 #                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
 #   make bench     release build, then bench/run.sh: P1–P6 of issue 12 beside curl and aria2c, written to
 #                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing; fetches a
-#                  curl 8 into bench/out/curl8 with bench/curl8.sh, or compares against the system's)
+#                  curl 8 into bench/out/curl8 with bench/curl8.sh, or compares against the system's);
+#                  then bench/instructions.sh: instructions, context switches and page faults per small
+#                  job beside curl (valgrind, perf; installed if missing)
 #   make screenshots  the status page at phone and desktop widths, light and dark, rendered by headless
 #                  Chromium into docs/status-page-*.png (installs chromium if missing)
 #   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
@@ -323,6 +325,7 @@ test-distributed: distributed-deps
 bench: bench-deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 	bench/run.sh
+	DROPFETCH_BIN=$(RELEASE_BIN) bench/instructions.sh
 
 fuzz: deps
 	Fuzz/run.sh

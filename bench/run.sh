@@ -360,6 +360,10 @@ run_transfer() {
     case "$scenario:$tool" in
         big:curl) timed "$log" "$CURL" -s --fail -o "$out/big.bin" "$BASE/big.bin" ;;
         small:curl) timed "$log" "$CURL" -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$T/curl.list" ;;
+        # What dropfetch's fsync promises, for curl: its files synced after it (syncfs(2) of their
+        # file system, timed with the transfers).
+        small:"curl + sync") timed "$log" bash -c '"$1" -s --fail --parallel --parallel-max "$2" -K "$3" && sync -f "$4"' \
+            _ "$CURL" "$CONCURRENCY" "$T/curl.list" "$out" ;;
         big:aria2c)
             timed "$log" aria2c -x1 -s1 --file-allocation=none -q --show-console-readout=false \
                 --summary-interval=0 -d "$out" -o big.bin "$BASE/big.bin" ;;
@@ -397,7 +401,7 @@ tools_for() {
     case $1 in
         p1-disk) t+=("dropfetch") ;;
         p1-tmpfs) if (( DIGEST_NONE )); then t+=("dropfetch digest none"); else t+=("dropfetch"); fi ;;
-        p2) t+=("dropfetch" "dropfetch fsync off") ;;
+        p2) t+=("curl + sync" "dropfetch" "dropfetch fsync off") ;;
     esac
     printf '%s\n' "${t[@]}"
 }
@@ -548,12 +552,15 @@ if want p1; then
 fi
 if want p2; then
     d=$(median "p2|dropfetch"); c=$(median "p2|curl"); a=$(median "p2|aria2c"); o=$(median "p2|dropfetch fsync off")
-    rc=$(ratio "$d" "$c"); ra=$(ratio "$d" "$a")
+    cs=$(median "p2|curl + sync")
+    # Issue 34: fsync on against curl whose files are then synced (≤ 1.5 ×), fsync off against curl (≤ 1.3 ×).
+    rc=$(ratio "$d" "$cs"); ra=$(ratio "$d" "$a")
     verdict=$(check "$rc" "<=" 1.5)
     [[ -n $ra ]] && [[ $(check "$ra" "<=" 0.5) == MISSED ]] && verdict=MISSED
-    row P2 "${BENCH_SMALL_COUNT} × ${SMALL_KIB} KiB, c=$CONCURRENCY, fsync on, disk" "$(s "$d")" "≤ 1.5 × curl, ≤ 0.5 × aria2c" \
-        "$(s "$c")" "$(s "$a")" "$rc × curl, $ra × aria2c: $verdict"
-    row P2 "  same, fsync off (no target)" "$(s "$o")" "-" "$(s "$c")" "$(s "$a")" "$(ratio "$o" "$c") × curl, $(ratio "$o" "$a") × aria2c"
+    row P2 "${BENCH_SMALL_COUNT} × ${SMALL_KIB} KiB, c=$CONCURRENCY, fsync on, disk" "$(s "$d")" "≤ 1.5 × curl + sync, ≤ 0.5 × aria2c" \
+        "$(s "$cs") (+ sync)" "$(s "$a")" "$rc × curl + sync ($(ratio "$d" "$c") × curl), $ra × aria2c: $verdict"
+    ro=$(ratio "$o" "$c")
+    row P2 "  same, fsync off" "$(s "$o")" "≤ 1.3 × curl" "$(s "$c")" "$(s "$a")" "$ro × curl, $(ratio "$o" "$a") × aria2c: $(check "$ro" "<=" 1.3)"
     st=$(maximum "p2|stall"); stms=""; [[ -n $st ]] && stms=$(awk -v x="$st" 'BEGIN { printf "%.1f", x * 1000 }')
     row P2 "  longest loop turn (dropfetch_loop_stall_seconds, max of runs)" "$(ms "$stms")" "< 10 ms" "-" "-" \
         "$([[ -n $stms ]] && check "$stms" "<" 10 || echo "not in this build's metrics")"

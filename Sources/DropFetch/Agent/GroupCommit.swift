@@ -119,6 +119,8 @@ final class GroupCommit {
     }
 
     private var state: State
+    /// The task done inline last, and its error: the next waiters on the same task take that.
+    private var lastInlineTask: (task: any WorkerTask, error: SystemError?)?
     private var gathering = Round()
     /// Steps whose syncs are done, in order, with their error; run a few at a time (`runReadySteps`)
     /// so that a large batch does not make one long loop turn.
@@ -132,9 +134,16 @@ final class GroupCommit {
     /// False with `fsync: false`: syncs are skipped, files are still created on the worker.
     private let durable: Bool
 
-    init(durable: Bool, nice: Int32 = 10, onWorkerFailure: @escaping (SystemError) -> Void) {
+    /// `inline`: requests are done on the caller's thread as they come, with no worker: where
+    /// nothing in them waits on a disk (`fsync: false`), the two hand-offs a request costs
+    /// (context switches, wake-ups of the loop) cost more than the renames themselves (issue 34).
+    init(durable: Bool, nice: Int32 = 10, inline: Bool = false, onWorkerFailure: @escaping (SystemError) -> Void) {
         self.onWorkerFailure = onWorkerFailure
         self.durable = durable
+        guard !inline else {
+            state = .inline
+            return
+        }
         do {
             state = .idle(try SyncWorker(nice: nice))
         } catch {
@@ -168,7 +177,15 @@ final class GroupCommit {
         switch state {
         case .inline:
             var failure: SystemError?
-            for target in targets where failure == nil { failure = target.performInline(durable: durable) }
+            for target in targets where failure == nil {
+                // One task asked for by several waiters (a batch of completions) runs once, as in a round.
+                if case .task(let task) = target, let last = lastInlineTask, last.task === task {
+                    failure = last.error
+                    continue
+                }
+                failure = target.performInline(durable: durable)
+                if case .task(let task) = target { lastInlineTask = (task, failure) }
+            }
             syncs += targets.count
             then(failure)
         case .idle, .syncing:
@@ -178,6 +195,8 @@ final class GroupCommit {
 
     /// Sends what was gathered when no batch is in flight; called once at the end of each loop turn.
     func flush() {
+        // Inline, a batch's waiters are all served in the turn that asked: its files close now.
+        lastInlineTask = nil
         guard case .idle(let worker) = state, !gathering.waiters.isEmpty else { return }
         let round = gathering
         gathering = Round()

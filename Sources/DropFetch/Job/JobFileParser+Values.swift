@@ -12,7 +12,12 @@ extension JobFileParser {
     /// The scheme is not checked against the config's allow-list here. White space and control
     /// characters anywhere are refused; a port, if given, must be digits; an IPv6 host needs its `]`.
     static func isWellFormedURL(_ url: String) -> Bool {
-        if url.unicodeScalars.contains(where: { FileName.isControl($0) || $0.properties.isWhitespace }) {
+        // ASCII is judged from its byte (control or white space: below 0x21, or DEL); only
+        // another scalar needs the Unicode tables.
+        if url.unicodeScalars.contains(where: { scalar in
+            scalar.isASCII ? scalar.value < 0x21 || scalar.value == 0x7F
+                : FileName.isControl(scalar) || scalar.properties.isWhitespace
+        }) {
             return false
         }
         let bytes = Array(url.utf8)

@@ -8,7 +8,7 @@ struct ResponseHeaders: Sendable {
     /// Starts a response from its status line (`HTTP/1.1 206 Partial Content`).
     init(statusLine: String) {
         var text = statusLine
-        self.init(statusLine: text.withUTF8 { UnsafeRawBufferPointer($0) })
+        self = text.withUTF8 { ResponseHeaders(statusLine: UnsafeRawBufferPointer($0)) }
     }
 
     /// The same from the line's bytes, as the header callback gets them: the code is the

@@ -58,6 +58,46 @@ struct GroupCommitTests {
         #expect(try String(contentsOfFile: path + "/status.json", encoding: .utf8) == "{}")
     }
 
+    /// A task that creates one file (O_EXCL): done twice, its second answer would be EEXIST.
+    final class CreateFile: WorkerTask {
+        struct Request: WorkerRequest {
+            let path: String
+            func perform() -> Int32 {
+                let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                if fd >= 0 { close(fd) }
+                return fd >= 0 ? 0 : errno
+            }
+        }
+        let request: Request
+        private(set) var answers: [Int32] = []
+        init(_ path: String) { request = Request(path: path) }
+        func received(_ answer: Int32) -> SystemError? {
+            answers.append(answer)
+            return answer == 0 ? nil : SystemError(code: answer, operation: "create", path: request.path)
+        }
+    }
+
+    @Test("inline (fsync: false): no worker; a step runs before sync returns, and a task several steps wait on runs once")
+    func inlineRunsInPlace() throws {
+        let (_, _, path) = try Self.files(0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true, inline: true) { error in Issue.record("worker: \(error)") }
+        #expect(commit.descriptor == nil, "an inline commit has no worker to poll")
+        let task = CreateFile(path + "/once")
+        var errors: [SystemError?] = []
+        for _ in 0..<3 { commit.sync([.task(task)]) { errors.append($0) } }
+        #expect(errors.count == 3 && errors.allSatisfy { $0 == nil }, "\(errors)")
+        #expect(task.answers == [0], "the task ran \(task.answers.count) times")
+        #expect(FileManager.default.fileExists(atPath: path + "/once"))
+        #expect(commit.isIdle)
+        // The next turn's task with the same request is a task of its own: it runs, and fails here.
+        commit.flush()
+        let again = CreateFile(path + "/once")
+        var failure: SystemError?
+        commit.sync([.task(again)]) { failure = $0 }
+        #expect(failure?.code == EEXIST)
+    }
+
     @Test("requests of one turn form one batch; a folder shared by two steps is synced once; steps wait for the batch")
     func oneBatchPerTurn() throws {
         let (folder, files, path) = try Self.files(3)

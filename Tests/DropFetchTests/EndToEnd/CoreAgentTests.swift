@@ -230,4 +230,47 @@ struct CoreAgentTests {
             }
         }
     }
+
+    /// With `fsync: false` claims and finishes run on the loop, not on workers (issue 34): the same
+    /// jobs end the same way. Many small jobs, a job of two downloads, a retried one, a 404, an
+    /// invalid file and two jobs that want one name, at `total: 4`.
+    @Test("fsync: false: many small jobs, multi-download, retried, failed and invalid ones, each filed once as with workers")
+    func smallJobsWithoutFsync() throws {
+        let server = try TestHTTPServer()
+        var bodies: [String: [UInt8]] = [:]
+        for index in 0..<40 {
+            bodies["s\(index)"] = TestHTTPServer.randomBytes(3_000 + index, seed: 200 + UInt64(index))
+            server.serve("/s/s\(index).bin", body: bodies["s\(index)"]!)
+        }
+        server.setFaults("/s/s7.bin", [.times(1, .status(code: 503))])
+        server.setFaults("/s/missing.bin", [.status(code: 404)])
+        let fixture = try SpoolFixture(extraConfig: "fsync: false\nconcurrency: { total: 4, per_host: 4 }\n")
+        for index in 0..<40 { try fixture.drop("s\(index).url", server.url("/s/s\(index).bin") + "\n") }
+        try fixture.drop("pair.url", server.url("/s/s1.bin") + "\n  out=p1.bin\n" + server.url("/s/s2.bin") + "\n  out=p2.bin\n")
+        try fixture.drop("same.url", server.url("/s/s3.bin") + "\n  out=s3.bin\n")
+        try fixture.drop("missing.url", server.url("/s/missing.bin") + "\n")
+        try fixture.drop("invalid.url", "not a url\n")
+
+        #expect(try fixture.runOnce() == 1)
+
+        #expect(fixture.jobs(in: "done").count == 42)
+        #expect(fixture.jobs(in: "failed") == ["invalid.url", "missing.url"])
+        #expect(fixture.jobs(in: "inbox").isEmpty)
+        for index in 0..<40 {
+            #expect(fixture.downloaded("s\(index).bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(bodies["s\(index)"]!))
+            #expect(try fixture.status("done", "s\(index).url").state == .done)
+        }
+        #expect(try fixture.status("done", "s7.url").attempts == 2)
+        // Two jobs wanted s3.bin: one has it, the other the next free name (on_conflict: rename).
+        #expect(fixture.downloaded("s3.1.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(bodies["s3"]!))
+        let pair = try fixture.status("done", "pair.url")
+        #expect(pair.downloads.map(\.state) == [.done, .done])
+        #expect(fixture.downloaded("p1.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(bodies["s1"]!))
+        #expect(fixture.downloaded("p2.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(bodies["s2"]!))
+        #expect(try fixture.status("failed", "missing.url").error?.kind == .httpStatus)
+        #expect(try fixture.status("failed", "invalid.url").error?.kind == .invalidJob)
+        #expect(fixture.destinationNames().count == 43, "\(fixture.destinationNames())")
+        #expect(!fixture.destinationNames().contains { $0.hasPrefix(".") }, "partial data left: \(fixture.destinationNames())")
+    }
 }
+

@@ -63,8 +63,15 @@ final class SpoolFixture: @unchecked Sendable {
             retry: { attempts: 3, initial_delay: 100ms, max_delay: 1s }
             scan_interval: 30s
 
-            """ + extra
+            """ + Self.fsyncOverride(extra) + extra
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// `DROPFETCH_TEST_FSYNC=false` runs every agent of the suite with `fsync: false` (claims and
+    /// finishes then run on the loop, not on workers) unless the test sets `fsync` itself.
+    static func fsyncOverride(_ extra: String) -> String {
+        guard let value = ProcessInfo.processInfo.environment["DROPFETCH_TEST_FSYNC"], !extra.contains("fsync:") else { return "" }
+        return "fsync: \(value)\n"
     }
 
     /// Drops a job the safe way (dot temp, then rename), its mtime ten seconds back.
