@@ -95,14 +95,22 @@ struct JSONText {
         needsComma[needsComma.count - 1] = true
         newline()
         if let key {
-            string(key)
-            bytes.append(contentsOf: ": ".utf8)
+            // Keys are the writer's own literals: nothing in them needs escaping.
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: key.utf8)
+            bytes.append(contentsOf: "\": ".utf8)
         }
     }
 
     /// A JSON string with `"`, `\` and control characters escaped.
     private mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most values need no escape: copied whole.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F }) {
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         func hex(_ digit: UInt8) -> UInt8 { digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
         for byte in value.utf8 {
             switch byte {

@@ -8,6 +8,28 @@ public enum Timestamp {
         var value = time_t(seconds)
         var parts = tm()
         gmtime_r(&value, &parts)
+        // Years 0–9999 (every real clock): the 20 bytes written in place, three status files a job.
+        if (0...9999).contains(parts.tm_year + 1900) {
+            return String(unsafeUninitializedCapacity: 20) { buffer in
+                var at = 0
+                func put(_ number: Int32, _ width: Int, _ separator: UInt8?) {
+                    var rest = number
+                    for index in stride(from: at + width - 1, through: at, by: -1) {
+                        buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                        rest /= 10
+                    }
+                    at += width
+                    if let separator { buffer[at] = separator; at += 1 }
+                }
+                put(parts.tm_year + 1900, 4, UInt8(ascii: "-"))
+                put(parts.tm_mon + 1, 2, UInt8(ascii: "-"))
+                put(parts.tm_mday, 2, UInt8(ascii: "T"))
+                put(parts.tm_hour, 2, UInt8(ascii: ":"))
+                put(parts.tm_min, 2, UInt8(ascii: ":"))
+                put(parts.tm_sec, 2, UInt8(ascii: "Z"))
+                return at
+            }
+        }
         func pad(_ number: Int32, _ width: Int) -> String {
             let text = String(number)
             return String(repeating: "0", count: max(0, width - text.count)) + text

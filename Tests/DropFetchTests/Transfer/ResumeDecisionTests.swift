@@ -112,3 +112,21 @@ struct RetryAfterHardeningTests {
         #expect(Duration.milliseconds(1500).milliseconds == 1500)
     }
 }
+
+/// Status files' times (RFC 3339, UTC): written in place for years 0–9999, by the general path beyond.
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test("format gives RFC 3339 UTC and parse reads it back", arguments: [
+        (Int64(0), "1970-01-01T00:00:00Z"), (1_795_039_200, "2026-11-18T22:00:00Z"),
+        (951_782_400, "2000-02-29T00:00:00Z"), (253_402_300_799, "9999-12-31T23:59:59Z"),
+    ])
+    func roundTrip(seconds: Int64, text: String) {
+        #expect(Timestamp.format(seconds: seconds) == text)
+        #expect(Timestamp.parse(text) == seconds)
+    }
+
+    @Test("a year past 9999 is written in full, not cut to four digits")
+    func farFuture() {
+        #expect(Timestamp.format(seconds: 253_402_300_800) == "10000-01-01T00:00:00Z")
+    }
+}
