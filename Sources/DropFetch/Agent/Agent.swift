@@ -2,7 +2,7 @@ import CCurl
 import Glibc
 import Logging
 
-/// The daemon: one thread, one event loop around curl_multi_poll(3) that claims jobs from the
+/// The daemon: one event loop around curl_multi_poll(3), which owns every job, that claims jobs from the
 /// inbox, runs their downloads under the scheduler's rules and files each job when it is over.
 public final class Agent {
     public struct Options: Sendable {
