@@ -61,6 +61,17 @@ struct Admission: Sendable, Equatable {
         return max(0, free)
     }
 
+    /// The limit that leaves `host` and `className` the least room, as the config names it
+    /// (`concurrency.per_host 2`): what a split download running fewer connections than asked logs.
+    func tightestLimit(host: String, className: String) -> String {
+        var limits = [(room: self.limits.total - active, name: "concurrency.total \(self.limits.total)"),
+                      (room: self.limits.perHost - perHost[host, default: 0], name: "concurrency.per_host \(self.limits.perHost)")]
+        if let cap = self.limits.perClass[className] {
+            limits.append((room: cap - perClass[className, default: 0], name: "class \(className) max_active \(cap)"))
+        }
+        return limits.min { $0.room < $1.room }?.name ?? "concurrency.total \(self.limits.total)"
+    }
+
     mutating func started(host: String, className: String) {
         active += 1
         perHost[host, default: 0] += 1

@@ -47,6 +47,17 @@ struct CheckCommandTests {
         #expect(setup.created().isEmpty)
     }
 
+    @Test("split.connections above concurrency.per_host: a warning naming both, exit 0")
+    func splitWiderThanPerHost() throws {
+        let setup = try Setup { root in "spool: \(root)/spool\nsplit: { connections: 8 }\n" }
+        let result = try setup.check()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: split.connections 8 exceeds concurrency.per_host 2"), "\(result.stderr)")
+        #expect(result.stdout.contains("config OK"))
+        let quiet = try Setup { root in "spool: \(root)/spool\nsplit: { connections: 2 }\n" }.check()
+        #expect(quiet.status == 0 && !quiet.stderr.contains("warning"), "\(quiet.stderr)")
+    }
+
     @Test("a destination that cannot be created (/proc/nope): exit 2 naming it, as run would fail")
     func destinationOnProc() throws {
         let setup = try Setup { root in "spool: \(root)/spool\ndestination: /proc/nope\n" }
