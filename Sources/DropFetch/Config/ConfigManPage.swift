@@ -20,8 +20,9 @@ public enum ConfigManPage {
                 + "dropfetch check tests a file without running. A running agent re-reads the file when it "
                 + "changes, and on SIGHUP."),
             ".Pp",
-            text("A size is a number with an optional unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, "
-                + "GiB, TiB (powers of 1024). A duration is a number with ms, s, m, h or d. A key such as "
+            text("A size is bytes, or a number with KB, MB, GB or TB, powers of 1024 (K, M, G and KiB, MiB, "
+                + "GiB mean the same): 64KB, 20MiB. A duration is a number with ms, s, m, h or d, or a compound "
+                + "such as 1h30m; a bare number only for 0. A key such as "
                 + "retry.attempts is the key attempts in the mapping retry; classes[] is an item of the "
                 + "list classes; NAME is a class name."),
         ]
