@@ -4,7 +4,8 @@
 #
 #   1. the files: binary, man pages (one per command), completions for bash, zsh and fish, units,
 #      tmpfiles.d and sysusers.d entries, docs, /etc/dropfetch/config.yaml
-#   2. every man page renders with `groff -man`; every completion script parses
+#   2. every man page renders with `groff -man` and `man -l`, with written EXIT STATUS and FILES
+#      sections and a config page (dropfetch.yaml.5); every completion script parses
 #   3. the binary needs nothing from the Swift toolchain: ldd and RUNPATH; it is under 15 MB (stripped);
 #      then it runs with the toolchain's library folder hidden (a private mount namespace; needs root)
 #   4. `systemd-analyze verify --root=DESTDIR` accepts every unit; `systemd-analyze security` rates
@@ -34,7 +35,9 @@ commands=(run check status add hold release cancel retry)
 for page in dropfetch "${commands[@]/#/dropfetch.}"; do
   [[ -s $dest/usr/share/man/man1/$page.1 ]] || fail "usr/share/man/man1/$page.1 missing"
 done
-ok "man pages: dropfetch.1 and ${#commands[@]} command pages"
+[[ -s $dest/usr/share/man/man5/dropfetch.yaml.5 ]] || fail "usr/share/man/man5/dropfetch.yaml.5 missing"
+[[ ! -e $dest/usr/share/man/man1/dropfetch.help.1 ]] || fail "usr/share/man/man1/dropfetch.help.1 installed (an empty page)"
+ok "man pages: dropfetch.1, ${#commands[@]} command pages and dropfetch.yaml.5; no dropfetch.help.1"
 for file in usr/share/bash-completion/completions/dropfetch usr/share/zsh/site-functions/_dropfetch \
             usr/share/fish/vendor_completions.d/dropfetch.fish \
             usr/lib/systemd/system/{dropfetch.service,dropfetch-once.service,dropfetch-once.timer,dropfetch.path} \
@@ -53,12 +56,32 @@ ok "completions (bash, zsh, fish), units, tmpfiles.d, sysusers.d, docs, config"
 ok "etc/dropfetch/config.yaml loads"
 
 # 2. Man pages render; completion scripts parse.
-for page in "$dest"/usr/share/man/man1/*.1; do
+for page in "$dest"/usr/share/man/man1/*.1 "$dest"/usr/share/man/man5/*.5; do
   out=$(groff -man -Tutf8 -ww "$page" 2>"$scratch/groff.err") || fail "groff -man $page"
   [[ ! -s $scratch/groff.err ]] || { cat "$scratch/groff.err" >&2; fail "groff warnings for $page"; }
   grep -q 'SYNOPSIS' <<<"$(sed 's/.\x08//g' <<<"$out")" || fail "no SYNOPSIS in $page"
 done
 ok "groff -man renders every page"
+# What an admin reads with man -l (man-db; groff above where it is missing): real EXIT STATUS and
+# FILES sections, 75's reasons in dropfetch-run(1), every config key in dropfetch.yaml(5).
+render() { if command -v man >/dev/null; then MANWIDTH=100 man -l "$1" 2>/dev/null; else groff -man -Tutf8 "$1"; fi | sed 's/.\x08//g'; }
+for page in "$dest"/usr/share/man/man1/*.1; do
+  text=$(render "$page")
+  section=$(awk '/^EXIT STATUS/ { on = 1; next } /^[A-Z][A-Z ]+$/ { on = 0 } on' <<<"$text")
+  [[ -n $section ]] || fail "$(basename "$page"): no EXIT STATUS section"
+  ! grep -q 'exits 0 on success, and >0 if an error occurs' <<<"$section" || fail "$(basename "$page"): boilerplate EXIT STATUS"
+  grep -Eq '^ +(0|75) ' <<<"$section" || grep -q 'each command' <<<"$section" || fail "$(basename "$page"): EXIT STATUS lists no code"
+  grep -q '^FILES' <<<"$text" && grep -q '/etc/dropfetch/config.yaml' <<<"$text" || fail "$(basename "$page"): no FILES section"
+done
+run_text=$(render "$dest/usr/share/man/man1/dropfetch.run.1")
+for reason in 'retry due later' 'schedule window' 'quota' 'free space' 'still being written'; do
+  grep -q "$reason" <<<"$(tr -s ' \n' ' ' <<<"$run_text")" || fail "dropfetch.run.1: exit 75 does not mention '$reason'"
+done
+yaml_text=$(render "$dest/usr/share/man/man5/dropfetch.yaml.5")
+for key in spool concurrency.per_host split.connections 'schedule\[\].pause' 'quota\[\].bytes' 'classes\[\].max_active'; do
+  grep -Eq "^ +$key\b" <<<"$yaml_text" || fail "dropfetch.yaml.5 does not list $key"
+done
+ok "man -l: EXIT STATUS (written, not boilerplate) and FILES in every page; 75's reasons in dropfetch.run.1 (schedule, quota); keys in dropfetch.yaml.5"
 bash -n "$dest/usr/share/bash-completion/completions/dropfetch" || fail "bash completion does not parse"
 if command -v zsh >/dev/null; then zsh -n "$dest/usr/share/zsh/site-functions/_dropfetch" || fail "zsh completion"; fi
 if command -v fish >/dev/null; then fish -n "$dest/usr/share/fish/vendor_completions.d/dropfetch.fish" || fail "fish completion"; fi
@@ -98,11 +121,15 @@ fi
 
 # 4. Units.
 # Both the installed units and those of contrib/ (which name the binary bare), one at a time.
+# dropfetch-once.service's ExecStopPost= runs /bin/sh, which verify looks for in the root: a copy
+# stands there while it runs.
+install -D -m 0755 /bin/sh "$dest/bin/sh"
 for unit in "$dest"/usr/lib/systemd/system/* contrib/*.service contrib/*.timer contrib/*.path; do
   systemd-analyze verify --root="$dest" "$unit" >"$scratch/verify.log" 2>&1 \
     || { cat "$scratch/verify.log" >&2; fail "systemd-analyze verify --root=DESTDIR $unit"; }
   [[ ! -s $scratch/verify.log ]] || { cat "$scratch/verify.log" >&2; fail "systemd-analyze verify warns about $unit"; }
 done
+rm -r "$dest/bin"
 ok "systemd-analyze verify --root=DESTDIR: $(cd contrib && ls *.service *.timer *.path | tr '\n' ' ')(installed and contrib/)"
 for service in dropfetch.service dropfetch-once.service; do
   score=$(systemd-analyze security --offline=true --threshold=30 "$dest/usr/lib/systemd/system/$service" 2>&1 \

@@ -10,8 +10,12 @@ for page in "$out"/*.1; do
   exit_file="$here/$name.exit"
   [[ -f $exit_file ]] || { echo "splice.sh: no $exit_file for $name.1: write its EXIT STATUS" >&2; exit 1; }
   grep -q '^\.Sh "\{0,1\}EXIT STATUS"\{0,1\}$' "$page" || { echo "splice.sh: $page has no EXIT STATUS section" >&2; exit 1; }
-  awk -v exitfile="$exit_file" -v filesfile="$here/files.mdoc" '
+  # NAME: `.Nm "dropfetch add"` (two words) is a name whatis/lexgrog cannot read, so it becomes the
+  # page name, dropfetch.add; the synopsis and text keep "dropfetch add" (each bare .Nm gets it).
+  awk -v exitfile="$exit_file" -v filesfile="$here/files.mdoc" -v page="$name" '
     function cat(file,   line) { while ((getline line < file) > 0) print line; close(file) }
+    /^\.Nm "[^"]* [^"]*"$/ && !named { command = substr($0, 5); print ".Nm " page; named = 1; next }
+    /^\.Nm$/ && command != "" { print ".Nm " command; next }
     /^\.Sh / {
       title = $0; sub(/^\.Sh "?/, "", title); sub(/"?$/, "", title)
       if (skipping) skipping = 0
