@@ -8,7 +8,8 @@
 #      sections and a config page (dropfetch.yaml.5); every completion script parses
 #   3. the binary needs nothing from the Swift toolchain: ldd and RUNPATH; it is under 15 MB (stripped);
 #      then it runs with the toolchain's library folder hidden (a private mount namespace; needs root)
-#   4. `systemd-analyze verify --root=DESTDIR` accepts every unit; `systemd-analyze security` rates
+#   4. `systemd-analyze verify --root=DESTDIR` accepts every unit; dropfetch-once.service counts 75 as
+#      success and waits after it (ExecStopPost=, run here as systemd would); `systemd-analyze security` rates
 #      dropfetch.service at most 3.0; the sysusers.d and tmpfiles.d entries apply to a scratch root
 #   5. the service tests (sd_notify, check, config lookup, journal) and the daemon and job-control
 #      suites, run against the installed binary (DROPFETCH_BIN)
@@ -131,6 +132,21 @@ for unit in "$dest"/usr/lib/systemd/system/* contrib/*.service contrib/*.timer c
 done
 rm -r "$dest/bin"
 ok "systemd-analyze verify --root=DESTDIR: $(cd contrib && ls *.service *.timer *.path | tr '\n' ' ')(installed and contrib/)"
+# The one-shot and dropfetch.path under a pause window or a quota (issue 36, rough edge 8): exit 75
+# is success, and after it the unit holds its stop phase (ExecStopPost=) so that the path unit, whose
+# glob stays true, cannot start it again at once until the start limit trips. Its command, as
+# systemd would run it ($$ is a literal $): it waits after 75, not after 0 or 1.
+once="$dest/usr/lib/systemd/system/dropfetch-once.service"
+grep -qx 'SuccessExitStatus=75' "$once" || fail "dropfetch-once.service does not count 75 as success"
+post=$(sed -n 's/^ExecStopPost=//p' "$once" | sed 's/\$\$/$/g')
+[[ $post == /bin/sh\ -c\ * ]] || fail "dropfetch-once.service has no ExecStopPost= pause: '$post'"
+script=$(sed "s/^\/bin\/sh -c '\(.*\)'\$/\1/" <<<"$post")
+for status in 0 1; do
+  EXIT_STATUS=$status timeout 2 sh -c "$script" || fail "ExecStopPost= after exit $status does not end at once"
+done
+EXIT_STATUS=75 timeout 2 sh -c "$script" && fail "ExecStopPost= after exit 75 does not wait" || true
+grep -q '^PathExistsGlob=' "$dest/usr/lib/systemd/system/dropfetch.path" || fail "dropfetch.path has no PathExistsGlob="
+ok "dropfetch-once.service: 75 is success; ExecStopPost= waits after 75 (not after 0 or 1), so dropfetch.path cannot loop"
 for service in dropfetch.service dropfetch-once.service; do
   score=$(systemd-analyze security --offline=true --threshold=30 "$dest/usr/lib/systemd/system/$service" 2>&1 \
     | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p') || true
