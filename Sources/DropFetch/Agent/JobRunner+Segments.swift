@@ -116,8 +116,7 @@ extension JobRunner {
         logCap(job, connections: group.liveConnections, asked: settings, room: 1 + room, host: host)
     }
 
-    /// Says why a split download runs fewer connections than `split.connections` asks: the
-    /// tightest of the concurrency limits when they left too little room, else the piece size.
+    /// Logs why a split download runs fewer connections than it asked: the tightest limit, else the piece size.
     func logCap(_ job: Job, connections: Int, asked settings: Config.Split, room: Int, host: String) {
         guard connections < settings.connections else { return }
         let cause = room < settings.connections

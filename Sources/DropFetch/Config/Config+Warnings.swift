@@ -1,6 +1,5 @@
 extension Config {
-    /// What `check` warns about (exit 0): settings that load but cannot do what they ask, such as
-    /// a split wider than the connections `concurrency` allows one host.
+    /// Settings that load but cannot do what they ask (a split wider than per_host allows): `check` warns, exit 0.
     public var warnings: [String] {
         var found: [String] = []
         let hostCap = min(concurrency.perHost, concurrency.total)

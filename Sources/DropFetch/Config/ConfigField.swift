@@ -24,8 +24,7 @@ struct ConfigField {
         return fields
     }
 
-    /// As `entries(known:)`, but a duplicate or unknown key is added to `errors` and left out, so
-    /// that the keys after it are still read (`check` reports every error, not the first).
+    /// As `entries(known:)`, but a bad key goes to `errors` and is skipped, so `check` reports every error.
     func entries(known: [String], reporting errors: inout [ConfigError]) throws(ConfigError)
         -> [(key: String, field: ConfigField)] {
         if node.isNull { return [] }

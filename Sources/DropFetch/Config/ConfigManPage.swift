@@ -1,5 +1,4 @@
-/// dropfetch.yaml(5) in mdoc, written from ConfigReference so that the page lists exactly the keys
-/// the loader accepts (`make man` writes it with `dropfetch config-manual`).
+/// dropfetch.yaml(5) in mdoc, from ConfigReference, so the page lists the keys the loader accepts (`make man`).
 public enum ConfigManPage {
     /// The whole page; `date` is mdoc's `.Dd` text, such as `2026-11-27`.
     public static func render(date: String) -> String {

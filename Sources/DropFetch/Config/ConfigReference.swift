@@ -1,8 +1,6 @@
-/// Every key of the config file with its value and default, one line each: the source of the
-/// dropfetch.yaml(5) man page; ConfigReferenceTests holds it to the keys ConfigLoader accepts.
+/// Every config key with its value and default: dropfetch.yaml(5)'s source, held to the loader's keys by ConfigReferenceTests.
 public enum ConfigReference {
-    /// One key: its dotted path (`[]` for a list item, `NAME` for a class name), the value it takes
-    /// and what it does, with its default.
+    /// One key: its dotted path (`[]` a list item, `NAME` a class), the value it takes, what it does and its default.
     public struct Entry: Sendable, Equatable {
         public var key: String
         public var value: String

@@ -38,8 +38,7 @@ public struct StatusPage: Sendable {
     /// The schedule window and quota state, as label and value pairs (ScheduleStatus.facts);
     /// nil, without `schedule:` and `quota:`, leaves the section out.
     public var scheduleFacts: [(label: String, value: String)]?
-    /// Whether the page reloads itself: an agent's page is rewritten as things change; the one
-    /// `status --html` prints once is not, so it neither reloads nor says it does.
+    /// Whether the page reloads itself: an agent rewrites its page; the one `status --html` prints once does not.
     public var reloads = true
 
     public init(status: SpoolStatus, queue: QueueOrder, agents: AgentRoster, throughput: Throughput?, writtenAt: Int64,

@@ -61,8 +61,7 @@ struct Admission: Sendable, Equatable {
         return max(0, free)
     }
 
-    /// The limit that leaves `host` and `className` the least room, as the config names it
-    /// (`concurrency.per_host 2`): what a split download running fewer connections than asked logs.
+    /// The limit leaving `host` and `className` the least room (`concurrency.per_host 2`), for a capped split's log line.
     func tightestLimit(host: String, className: String) -> String {
         var limits = [(room: self.limits.total - active, name: "concurrency.total \(self.limits.total)"),
                       (room: self.limits.perHost - perHost[host, default: 0], name: "concurrency.per_host \(self.limits.perHost)")]

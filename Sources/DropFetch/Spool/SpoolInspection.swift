@@ -17,8 +17,7 @@ public enum SpoolInspection {
         public var description: String { "no spool at \(root), and it cannot be created: \(reason)" }
     }
 
-    /// Creates the spool's folders as `run` does (same modes, the umask applied) when the spool's
-    /// parent exists, so that `add` works before the agent ever ran; a missing parent is an error.
+    /// Makes the spool's folders as `run` does (same modes) when its parent exists, so `add` works before any agent ran.
     public static func prepareSpool(config: Config) throws(UncreatableSpool) {
         let root = Agent.absolute(config.spool)
         let parent = FileSystem.directoryName(of: root)
