@@ -11,6 +11,10 @@
 #   make uninstall remove what install put there (a config that was edited stays)
 #   make test-install  install into a scratch DESTDIR and check it: files, man pages, ldd, units
 #                  (systemd-analyze verify and security), the service tests against the installed binary
+#   make deb       the Debian package dropfetch_<version>_<arch>.deb (release build, debhelper's maintainer
+#                  scripts, lintian): see the "Debian package" block below and docs/service.md
+#   make test-deb  make deb, then install it into a scratch root with dpkg and check it:
+#                  Tests/Install/check-deb.sh
 #   make test-distributed  the multi-agent end-to-end tests on a real GlusterFS volume mounted twice
 #                  (installs glusterfs-server and glusterfs-client if missing; needs root and /dev/fuse;
 #                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
@@ -103,7 +107,7 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 INSTALL_STRIP ?= -s
 UNITS := dropfetch.service dropfetch-once.service dropfetch-once.timer dropfetch.path
 # Docs keep the repository's layout under DOCDIR, so the links between them hold.
-DOCS := README.md config.example.yaml contrib/cron.example contrib/nginx-status-page.conf $(wildcard docs/*.md) $(wildcard docs/*.png)
+DOCS := README.md config.example.yaml contrib/cron.example contrib/dropfetch.logrotate contrib/nginx-status-page.conf $(wildcard docs/*.md) $(wildcard docs/*.png)
 # Man pages carry the date of the last commit, so two builds of one commit give the same pages.
 MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 MAN_OUT := .build/plugins/GenerateManual/outputs/dropfetch
@@ -134,7 +138,7 @@ fi
 endef
 
 .PHONY: deps test-deps browser-deps screenshots bench-deps install-deps distributed-deps build release man completions install uninstall \
-	test-install run test test-tsan test-distributed bench fuzz clean
+	test-install run test test-tsan test-distributed bench fuzz clean deb-deps deb test-deb
 
 deps:
 	@if ! command -v dpkg >/dev/null 2>&1; then \
@@ -221,14 +225,21 @@ install-deps: deps
 # One page per command, from swift-argument-parser's generate-manual plugin (mdoc). It documents
 # the debug build, which has the same commands and help as the release one and is already there.
 # A blank line between paragraphs of a command's discussion becomes mdoc's paragraph macro .Pp.
+# Then (issue 36) the pages get written EXIT STATUS and FILES sections (contrib/man/splice.sh), the
+# empty page of the help command and that of the hidden config-manual are dropped, and
+# dropfetch.yaml(5) is written from the table of config keys (ConfigReference) by `config-manual`.
 man: deps
 	rm -rf $(MAN_OUT)
 	$(SWIFT) package generate-manual --configuration debug --multi-page --date $(MAN_DATE)
 	sed -i 's/^$$/.Pp/' $(MAN_OUT)/*.1
+	rm -f $(MAN_OUT)/dropfetch.help.1 $(MAN_OUT)/dropfetch.config-manual.1
+	contrib/man/splice.sh $(MAN_OUT)
+	.build/debug/dropfetch config-manual --date "$$(sed -n 's/^\.Dd //p' $(MAN_OUT)/dropfetch.1)" > $(MAN_OUT)/dropfetch.yaml.5
 
+# The bash script loses its #! line: bash-completion sources it, nothing runs it (lintian).
 completions: release
 	@mkdir -p $(COMPLETIONS_OUT)
-	$(RELEASE_BIN) --generate-completion-script bash > $(COMPLETIONS_OUT)/dropfetch
+	$(RELEASE_BIN) --generate-completion-script bash | sed '1{/^#!/d}' > $(COMPLETIONS_OUT)/dropfetch
 	$(RELEASE_BIN) --generate-completion-script zsh > $(COMPLETIONS_OUT)/_dropfetch
 	$(RELEASE_BIN) --generate-completion-script fish > $(COMPLETIONS_OUT)/dropfetch.fish
 
@@ -238,6 +249,8 @@ install: release man completions
 	  $(DESTDIR)$(FISHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/dropfetch
 	install $(INSTALL_STRIP) -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/dropfetch
 	install -m 0644 $(MAN_OUT)/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(MANDIR)/man5
+	install -m 0644 $(MAN_OUT)/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 $(COMPLETIONS_OUT)/dropfetch $(DESTDIR)$(BASHCOMPDIR)/dropfetch
 	install -m 0644 $(COMPLETIONS_OUT)/_dropfetch $(DESTDIR)$(ZSHCOMPDIR)/_dropfetch
 	install -m 0644 $(COMPLETIONS_OUT)/dropfetch.fish $(DESTDIR)$(FISHCOMPDIR)/dropfetch.fish
@@ -258,6 +271,7 @@ install: release man completions
 # Removes the files install wrote; the config only if it is still the one install wrote.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/dropfetch $(DESTDIR)$(MANDIR)/man1/dropfetch.1 $(DESTDIR)$(MANDIR)/man1/dropfetch.*.1
+	rm -f $(DESTDIR)$(MANDIR)/man5/dropfetch.yaml.5
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/dropfetch $(DESTDIR)$(ZSHCOMPDIR)/_dropfetch $(DESTDIR)$(FISHCOMPDIR)/dropfetch.fish
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(TMPFILESDIR)/dropfetch.conf $(DESTDIR)$(SYSUSERSDIR)/dropfetch.conf
@@ -271,6 +285,67 @@ uninstall:
 test-install: install-deps
 	$(SWIFT) build --build-tests
 	Tests/Install/check-install.sh
+
+# ---- Debian package (issue 36; DESIGN §10 "Package") ----
+# The version is the VERSION file's (Version.swift must say the same: VersionTests checks it); the
+# Debian revision is that of the newest entry of contrib/debian/changelog, whose upstream part must
+# be VERSION. `make deb` stages `make install DESTDIR=… PREFIX=/usr` in DEB_BUILD/debian/dropfetch and
+# runs debhelper's tools one by one there (not dpkg-buildpackage, which would build from scratch,
+# run `make test` and write into the parent folder): dh_installsysusers, dh_installtmpfiles and
+# dh_installsystemd write the maintainer scripts as for any Debian daemon, dh_shlibdeps computes
+# Depends:, dh_installdeb makes every file under /etc a conffile. The .deb goes to DEB_OUT.
+VERSION_FILE := $(strip $(file < VERSION))
+DEB_BUILD := .build/deb
+DEB_OUT ?= .
+DEB_PKGS := debhelper lintian dpkg-dev
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_VERSION = $(shell dpkg-parsechangelog -l contrib/debian/changelog -S Version)
+DEB_FILE = $(DEB_OUT)/dropfetch_$(DEB_VERSION)_$(DEB_ARCH).deb
+# Docs keep their names (the units and the docs link to docs/service.md and the like): dh_compress
+# compresses the man pages and the changelog only.
+DEB_NO_COMPRESS := -X.md -X.png -Xconfig.example.yaml -X.conf -X.example -X.logrotate
+
+deb-deps: install-deps
+	@missing=""; \
+	for p in $(DEB_PKGS); do \
+	  case "$$(dpkg -s "$$p" 2>/dev/null || true)" in \
+	    *"Status: install ok installed"*) ;; \
+	    *) missing="$$missing $$p" ;; \
+	  esac; \
+	done; \
+	$(install_missing)
+
+deb: deb-deps release man completions
+	@case "$(DEB_VERSION)" in \
+	  "$(VERSION_FILE)"-*|"$(VERSION_FILE)") ;; \
+	  *) echo "deb: contrib/debian/changelog is at $(DEB_VERSION), VERSION says $(VERSION_FILE)" >&2; exit 1 ;; \
+	esac
+	@v=$$($(RELEASE_BIN) --version); [ "$$v" = "$(VERSION_FILE)" ] || \
+	  { echo "deb: dropfetch --version says $$v, VERSION says $(VERSION_FILE)" >&2; exit 1; }
+	rm -rf $(DEB_BUILD) && mkdir -p $(DEB_BUILD)/debian
+	cp contrib/debian/control contrib/debian/changelog contrib/debian/copyright contrib/debian/dropfetch.postrm contrib/debian/dropfetch.prerm \
+	  $(DEB_BUILD)/debian/
+	cp contrib/dropfetch.sysusers $(DEB_BUILD)/debian/dropfetch.sysusers
+	cp contrib/dropfetch.tmpfiles $(DEB_BUILD)/debian/dropfetch.tmpfiles
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_BUILD)/debian/dropfetch PREFIX=/usr >/dev/null
+	rm $(DEB_BUILD)/debian/dropfetch/usr/lib/sysusers.d/dropfetch.conf $(DEB_BUILD)/debian/dropfetch/usr/lib/tmpfiles.d/dropfetch.conf
+	@# debhelper 13.11 (Debian 12) finds units in lib/systemd/system only; the package ships them in
+	@# usr/lib/systemd/system (where deb-systemd-helper looks too): a link stands in while it runs.
+	cd $(DEB_BUILD) && export SOURCE_DATE_EPOCH=$$(dpkg-parsechangelog -S Timestamp) && \
+	  dh_installdocs && dh_installchangelogs && \
+	  dh_installsysusers && dh_installtmpfiles && \
+	  ln -s usr/lib debian/dropfetch/lib && \
+	  dh_installsystemd dropfetch.service && \
+	  dh_installsystemd --no-enable --no-start --restart-after-upgrade dropfetch-once.service dropfetch-once.timer dropfetch.path && \
+	  rm debian/dropfetch/lib && \
+	  dh_compress $(DEB_NO_COMPRESS) && dh_fixperms && dh_shlibdeps && dh_installdeb && dh_gencontrol && \
+	  dh_md5sums && dh_builddeb --destdir=$(abspath $(DEB_OUT))
+	@echo "built $(DEB_FILE)"
+	lintian --fail-on error $(DEB_FILE)
+
+# The package installed into a scratch root and checked: Tests/Install/check-deb.sh.
+test-deb: deb
+	Tests/Install/check-deb.sh $(DEB_FILE)
 
 run: build
 	./.build/debug/dropfetch run $(ARGS)

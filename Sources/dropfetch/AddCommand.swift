@@ -14,7 +14,9 @@ struct Add: ParsableCommand {
             the job is checked as run would check it: the URL's scheme against the config's \
             protocols, --class against its classes, and the options as a job file's. Exit status: \
             0 written, 2 a usage error or a job run would refuse (nothing written), 3 the spool \
-            does not exist (nothing created) or cannot be written.
+            cannot be written, or does not exist and cannot be made (its parent folder is missing). \
+            A spool that does not exist yet is made as run makes it, so jobs can be added before \
+            the agent first runs.
             """)
 
     @OptionGroup var options: ConfigOption
@@ -57,7 +59,7 @@ struct Add: ParsableCommand {
         for submission in submissions {
             do {
                 print(try submission.write(config: config))
-            } catch let error as SpoolInspection.MissingSpool {
+            } catch let error as SpoolInspection.UncreatableSpool {
                 printError("dropfetch: add: \(error) (config: \(options.origin))")
                 throw ExitCode(3)
             } catch {

@@ -33,7 +33,7 @@ struct ConfigOption: ParsableArguments {
         do {
             return try ConfigLoader.load(path: path)
         } catch {
-            printError("dropfetch: \(error)")
+            for each in error.all { printError("dropfetch: \(each)") }
             throw ExitCode(2)
         }
     }

@@ -21,12 +21,13 @@ struct Run: ParsableCommand {
             url=… bytes=… duration=…), one per job start, finish, retry, failure and hook outcome.
 
             Exit status with --once: 0 every job done, 1 some failed or were cancelled, 75 some wait \
-            (a retry due later than once_wait, free space, a file still being written), 2 config or \
-            usage error, 3 the spool cannot be used. As a daemon: 0 after a stop signal, 2 or 3 at start.
+            (a retry due later than once_wait, free space, a file still being written, a schedule \
+            window that pauses, a reached quota), 2 config or usage error, 3 the spool cannot be \
+            used. As a daemon: 0 after a stop signal, 2 or 3 at start.
             """)
 
     @OptionGroup var options: ConfigOption
-    @Flag(help: "Process the jobs present, then exit (0 all done, 1 some failed, 75 retries left).")
+    @Flag(help: "Process the jobs present, then exit (0 all done, 1 some failed, 75 some wait).")
     var once = false
     @Flag(name: .shortAndLong, help: "No progress display; log only warnings and errors.")
     var quiet = false

@@ -15,7 +15,8 @@ struct Status: ParsableCommand {
             records of done/ and failed/, newest first), and with schedule: or quota: in the config, schedule \
             (windows in force, limits, next change) and quotas (used, left, reset). With --html it prints the status page once: the \
             self-contained HTML page an agent writes to status_page, without the last hour's throughput \
-            (only a running agent counts it). Exit status: 0, 2 config or usage error, 3 \
+            (only a running agent counts it); printed once, it neither reloads itself nor says it does. \
+            Exit status: 0, 2 config or usage error, 3 \
             the spool does not exist.
             """)
 
@@ -33,7 +34,8 @@ struct Status: ParsableCommand {
     func run() throws {
         let config = try options.loadForExistingSpool()
         if html {
-            let page = StatusPage.read(config: config, throughput: nil, writer: "dropfetch status --html")
+            var page = StatusPage.read(config: config, throughput: nil, writer: "dropfetch status --html")
+            page.reloads = false
             print(page.html(), terminator: "")
             return
         }

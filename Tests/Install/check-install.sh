@@ -4,10 +4,12 @@
 #
 #   1. the files: binary, man pages (one per command), completions for bash, zsh and fish, units,
 #      tmpfiles.d and sysusers.d entries, docs, /etc/dropfetch/config.yaml
-#   2. every man page renders with `groff -man`; every completion script parses
+#   2. every man page renders with `groff -man` and `man -l`, with written EXIT STATUS and FILES
+#      sections and a config page (dropfetch.yaml.5); every completion script parses
 #   3. the binary needs nothing from the Swift toolchain: ldd and RUNPATH; it is under 15 MB (stripped);
 #      then it runs with the toolchain's library folder hidden (a private mount namespace; needs root)
-#   4. `systemd-analyze verify --root=DESTDIR` accepts every unit; `systemd-analyze security` rates
+#   4. `systemd-analyze verify --root=DESTDIR` accepts every unit; dropfetch-once.service counts 75 as
+#      success and waits after it (ExecStopPost=, run here as systemd would); `systemd-analyze security` rates
 #      dropfetch.service at most 3.0; the sysusers.d and tmpfiles.d entries apply to a scratch root
 #   5. the service tests (sd_notify, check, config lookup, journal) and the daemon and job-control
 #      suites, run against the installed binary (DROPFETCH_BIN)
@@ -34,7 +36,9 @@ commands=(run check status add hold release cancel retry)
 for page in dropfetch "${commands[@]/#/dropfetch.}"; do
   [[ -s $dest/usr/share/man/man1/$page.1 ]] || fail "usr/share/man/man1/$page.1 missing"
 done
-ok "man pages: dropfetch.1 and ${#commands[@]} command pages"
+[[ -s $dest/usr/share/man/man5/dropfetch.yaml.5 ]] || fail "usr/share/man/man5/dropfetch.yaml.5 missing"
+[[ ! -e $dest/usr/share/man/man1/dropfetch.help.1 ]] || fail "usr/share/man/man1/dropfetch.help.1 installed (an empty page)"
+ok "man pages: dropfetch.1, ${#commands[@]} command pages and dropfetch.yaml.5; no dropfetch.help.1"
 for file in usr/share/bash-completion/completions/dropfetch usr/share/zsh/site-functions/_dropfetch \
             usr/share/fish/vendor_completions.d/dropfetch.fish \
             usr/lib/systemd/system/{dropfetch.service,dropfetch-once.service,dropfetch-once.timer,dropfetch.path} \
@@ -53,12 +57,32 @@ ok "completions (bash, zsh, fish), units, tmpfiles.d, sysusers.d, docs, config"
 ok "etc/dropfetch/config.yaml loads"
 
 # 2. Man pages render; completion scripts parse.
-for page in "$dest"/usr/share/man/man1/*.1; do
+for page in "$dest"/usr/share/man/man1/*.1 "$dest"/usr/share/man/man5/*.5; do
   out=$(groff -man -Tutf8 -ww "$page" 2>"$scratch/groff.err") || fail "groff -man $page"
   [[ ! -s $scratch/groff.err ]] || { cat "$scratch/groff.err" >&2; fail "groff warnings for $page"; }
   grep -q 'SYNOPSIS' <<<"$(sed 's/.\x08//g' <<<"$out")" || fail "no SYNOPSIS in $page"
 done
 ok "groff -man renders every page"
+# What an admin reads with man -l (man-db; groff above where it is missing): real EXIT STATUS and
+# FILES sections, 75's reasons in dropfetch-run(1), every config key in dropfetch.yaml(5).
+render() { if command -v man >/dev/null; then MANWIDTH=100 man -l "$1" 2>/dev/null; else groff -man -Tutf8 "$1"; fi | sed 's/.\x08//g'; }
+for page in "$dest"/usr/share/man/man1/*.1; do
+  text=$(render "$page")
+  section=$(awk '/^EXIT STATUS/ { on = 1; next } /^[A-Z][A-Z ]+$/ { on = 0 } on' <<<"$text")
+  [[ -n $section ]] || fail "$(basename "$page"): no EXIT STATUS section"
+  ! grep -q 'exits 0 on success, and >0 if an error occurs' <<<"$section" || fail "$(basename "$page"): boilerplate EXIT STATUS"
+  grep -Eq '^ +(0|75) ' <<<"$section" || grep -q 'each command' <<<"$section" || fail "$(basename "$page"): EXIT STATUS lists no code"
+  grep -q '^FILES' <<<"$text" && grep -q '/etc/dropfetch/config.yaml' <<<"$text" || fail "$(basename "$page"): no FILES section"
+done
+run_text=$(render "$dest/usr/share/man/man1/dropfetch.run.1")
+for reason in 'retry due later' 'schedule window' 'quota' 'free space' 'still being written'; do
+  grep -q "$reason" <<<"$(tr -s ' \n' ' ' <<<"$run_text")" || fail "dropfetch.run.1: exit 75 does not mention '$reason'"
+done
+yaml_text=$(render "$dest/usr/share/man/man5/dropfetch.yaml.5")
+for key in spool concurrency.per_host split.connections 'schedule\[\].pause' 'quota\[\].bytes' 'classes\[\].max_active'; do
+  grep -Eq "^ +$key\b" <<<"$yaml_text" || fail "dropfetch.yaml.5 does not list $key"
+done
+ok "man -l: EXIT STATUS (written, not boilerplate) and FILES in every page; 75's reasons in dropfetch.run.1 (schedule, quota); keys in dropfetch.yaml.5"
 bash -n "$dest/usr/share/bash-completion/completions/dropfetch" || fail "bash completion does not parse"
 if command -v zsh >/dev/null; then zsh -n "$dest/usr/share/zsh/site-functions/_dropfetch" || fail "zsh completion"; fi
 if command -v fish >/dev/null; then fish -n "$dest/usr/share/fish/vendor_completions.d/dropfetch.fish" || fail "fish completion"; fi
@@ -98,12 +122,31 @@ fi
 
 # 4. Units.
 # Both the installed units and those of contrib/ (which name the binary bare), one at a time.
+# dropfetch-once.service's ExecStopPost= runs /bin/sh, which verify looks for in the root: a copy
+# stands there while it runs.
+install -D -m 0755 /bin/sh "$dest/bin/sh"
 for unit in "$dest"/usr/lib/systemd/system/* contrib/*.service contrib/*.timer contrib/*.path; do
   systemd-analyze verify --root="$dest" "$unit" >"$scratch/verify.log" 2>&1 \
     || { cat "$scratch/verify.log" >&2; fail "systemd-analyze verify --root=DESTDIR $unit"; }
   [[ ! -s $scratch/verify.log ]] || { cat "$scratch/verify.log" >&2; fail "systemd-analyze verify warns about $unit"; }
 done
+rm -r "$dest/bin"
 ok "systemd-analyze verify --root=DESTDIR: $(cd contrib && ls *.service *.timer *.path | tr '\n' ' ')(installed and contrib/)"
+# The one-shot and dropfetch.path under a pause window or a quota (issue 36, rough edge 8): exit 75
+# is success, and after it the unit holds its stop phase (ExecStopPost=) so that the path unit, whose
+# glob stays true, cannot start it again at once until the start limit trips. Its command, as
+# systemd would run it ($$ is a literal $): it waits after 75, not after 0 or 1.
+once="$dest/usr/lib/systemd/system/dropfetch-once.service"
+grep -qx 'SuccessExitStatus=75' "$once" || fail "dropfetch-once.service does not count 75 as success"
+post=$(sed -n 's/^ExecStopPost=//p' "$once" | sed 's/\$\$/$/g')
+[[ $post == /bin/sh\ -c\ * ]] || fail "dropfetch-once.service has no ExecStopPost= pause: '$post'"
+script=$(sed "s/^\/bin\/sh -c '\(.*\)'\$/\1/" <<<"$post")
+for status in 0 1; do
+  EXIT_STATUS=$status timeout 2 sh -c "$script" || fail "ExecStopPost= after exit $status does not end at once"
+done
+EXIT_STATUS=75 timeout 2 sh -c "$script" && fail "ExecStopPost= after exit 75 does not wait" || true
+grep -q '^PathExistsGlob=' "$dest/usr/lib/systemd/system/dropfetch.path" || fail "dropfetch.path has no PathExistsGlob="
+ok "dropfetch-once.service: 75 is success; ExecStopPost= waits after 75 (not after 0 or 1), so dropfetch.path cannot loop"
 for service in dropfetch.service dropfetch-once.service; do
   score=$(systemd-analyze security --offline=true --threshold=30 "$dest/usr/lib/systemd/system/$service" 2>&1 \
     | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p') || true

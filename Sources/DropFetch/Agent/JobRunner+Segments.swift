@@ -64,6 +64,8 @@ extension JobRunner {
             "job": "\(job.record.job)", "pieces_missing": "\(resumed.map.missing.count)",
             "bytes_missing": "\(resumed.map.total - resumed.map.doneBytes)", "connections": "\(group.liveConnections)",
         ])
+        logCap(job, connections: group.liveConnections, asked: settings,
+               room: max(1, admission.room(host: entry.host, className: entry.className)) + opened.count, host: entry.host)
     }
 
     /// After each curl_multi_perform(3): splits the downloads whose first response was accepted
@@ -110,6 +112,19 @@ extension JobRunner {
         logger.info("download split", metadata: [
             "job": "\(job.record.job)", "connections": "\(group.liveConnections)", "size": "\(total)",
             "from": "\(transfer.written)",
+        ])
+        logCap(job, connections: group.liveConnections, asked: settings, room: 1 + room, host: host)
+    }
+
+    /// Logs why a split download runs fewer connections than it asked: the tightest limit, else the piece size.
+    func logCap(_ job: Job, connections: Int, asked settings: Config.Split, room: Int, host: String) {
+        guard connections < settings.connections else { return }
+        let cause = room < settings.connections
+            ? admission.tightestLimit(host: host, className: job.record.className)
+            : "split.min_size \(settings.minSize) (no more pieces that big)"
+        logger.info("split capped", metadata: [
+            "job": "\(job.record.job)", "connections": "\(connections)", "asked": "\(settings.connections)",
+            "cause": "\(cause)",
         ])
     }
 

@@ -134,6 +134,15 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Dotted key path such as `limits.low_speed.for`; empty at the top level.
     public var keyPath: String
     public var message: String
+    /// The file's other errors, in file order, after this one (the first): `check` prints them all.
+    public var more: [ConfigError] = []
+
+    /// This error and the others of its file, each without `more`, in file order.
+    public var all: [ConfigError] {
+        var first = self
+        first.more = []
+        return [first] + more
+    }
 
     public init(file: String, line: Int?, column: Int?, keyPath: String, message: String) {
         self.file = file

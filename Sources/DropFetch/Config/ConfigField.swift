@@ -18,6 +18,15 @@ struct ConfigField {
 
     /// The entries of a mapping (nothing counts as empty), refusing duplicates and keys not in `known`.
     func entries(known: [String]) throws(ConfigError) -> [(key: String, field: ConfigField)] {
+        var errors: [ConfigError] = []
+        let fields = try entries(known: known, reporting: &errors)
+        if let first = errors.first { throw first }
+        return fields
+    }
+
+    /// As `entries(known:)`, but a bad key goes to `errors` and is skipped, so `check` reports every error.
+    func entries(known: [String], reporting errors: inout [ConfigError]) throws(ConfigError)
+        -> [(key: String, field: ConfigField)] {
         if node.isNull { return [] }
         guard case .mapping(let entries) = node.content else {
             throw error("expected a mapping of \(known.joined(separator: ", ")), got \(node.summary)")
@@ -27,14 +36,16 @@ struct ConfigField {
         for entry in entries {
             let field = child(entry.key, node: entry.value)
             if let first = seen[entry.key] {
-                throw field.error(
+                errors.append(field.error(
                     "duplicate key '\(entry.key)' (first at line \(first.line), column \(first.column))",
-                    at: entry.keyMark)
+                    at: entry.keyMark))
+                continue
             }
             guard known.contains(entry.key) else {
-                throw field.error(
+                errors.append(field.error(
                     "unknown key '\(entry.key)'; expected one of \(known.joined(separator: ", "))",
-                    at: entry.keyMark)
+                    at: entry.keyMark))
+                continue
             }
             seen[entry.key] = entry.keyMark
             fields.append((entry.key, field))

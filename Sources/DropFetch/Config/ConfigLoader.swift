@@ -59,45 +59,76 @@ public enum ConfigLoader {
         // Windows and quotas name classes, which may come later in the file.
         var schedule: ConfigField?
         var quota: ConfigField?
-        for (key, field) in try root.entries(known: topLevelKeys) {
-            switch key {
-            case "spool": config.spool = try field.filePath()
-            case "destination": config.destination = try field.optionalFilePath()
-            case "agent_id": config.agentID = try agentID(field)
-            case "concurrency": config.concurrency = try concurrency(field)
-            case "order": config.order = try field.choice([Config.Order.fifo, .lifo])
-            case "once_wait": config.onceWait = try field.duration()
-            case "retry": config.retry = try retry(field, inheriting: Config.Retry())
-            case "limits": config.limits = try limits(field)
-            case "protocols": config.protocols = try protocols(field)
-            case "on_conflict":
-                config.onConflict = try field.choice([Config.ConflictPolicy.rename, .overwrite, .fail])
-            case "content_disposition": config.contentDisposition = try field.bool()
-            case "scan_interval": config.scanInterval = try field.duration()
-            case "fsync": config.fsync = try field.bool()
-            case "digest": config.digest = try field.choice([Config.DigestChoice.sha256, .none])
-            case "classes": classes = field
-            case "schedule": schedule = field
-            case "quota": quota = field
-            case "split": config.split = try split(field, inheriting: Config.Split())
-            case "hooks": config.hooks = try hooks(field)
-            case "metrics_file": config.metricsFile = try field.optionalFilePath()
-            case "status_page": config.statusPage = try statusPage(field)
-            case "log_level": config.logLevel = try field.choice(Config.LogLevel.allCases)
-            case "max_redirects": config.maxRedirects = try field.int(minimum: 0)
-            case "claim_ahead": config.claimAhead = try field.int(minimum: 0)
-            case "block_private_addresses": config.blockPrivateAddresses = try field.bool()
-            case "file_mode": config.fileMode = try fileMode(field)
-            case _ where networkKeys.contains(key):
-                try network(key, field, into: &config.network)
-            default: break  // entries(known:) refused every other key
+        // Every top-level key is read even after an error, so that `check` reports each key's first
+        // error (as a compiler does) rather than only the file's first.
+        var errors: [ConfigError] = []
+        for (key, field) in try root.entries(known: topLevelKeys, reporting: &errors) {
+            do throws(ConfigError) {
+                switch key {
+                case "spool": config.spool = try field.filePath()
+                case "destination": config.destination = try field.optionalFilePath()
+                case "agent_id": config.agentID = try agentID(field)
+                case "concurrency": config.concurrency = try concurrency(field)
+                case "order": config.order = try field.choice([Config.Order.fifo, .lifo])
+                case "once_wait": config.onceWait = try field.duration()
+                case "retry": config.retry = try retry(field, inheriting: Config.Retry())
+                case "limits": config.limits = try limits(field)
+                case "protocols": config.protocols = try protocols(field)
+                case "on_conflict":
+                    config.onConflict = try field.choice([Config.ConflictPolicy.rename, .overwrite, .fail])
+                case "content_disposition": config.contentDisposition = try field.bool()
+                case "scan_interval": config.scanInterval = try field.duration()
+                case "fsync": config.fsync = try field.bool()
+                case "digest": config.digest = try field.choice([Config.DigestChoice.sha256, .none])
+                case "classes": classes = field
+                case "schedule": schedule = field
+                case "quota": quota = field
+                case "split": config.split = try split(field, inheriting: Config.Split())
+                case "hooks": config.hooks = try hooks(field)
+                case "metrics_file": config.metricsFile = try field.optionalFilePath()
+                case "status_page": config.statusPage = try statusPage(field)
+                case "log_level": config.logLevel = try field.choice(Config.LogLevel.allCases)
+                case "max_redirects": config.maxRedirects = try field.int(minimum: 0)
+                case "claim_ahead": config.claimAhead = try field.int(minimum: 0)
+                case "block_private_addresses": config.blockPrivateAddresses = try field.bool()
+                case "file_mode": config.fileMode = try fileMode(field)
+                case _ where networkKeys.contains(key):
+                    try network(key, field, into: &config.network)
+                default: break  // entries(known:) refused every other key
+                }
+            } catch {
+                errors.append(error)
             }
         }
+        var classesRead = true
         if let classes {
-            config.classes = try jobClasses(classes, retry: config.retry, network: config.network, split: config.split)
+            do throws(ConfigError) {
+                config.classes = try jobClasses(classes, retry: config.retry, network: config.network, split: config.split)
+            } catch {
+                errors.append(error)
+                classesRead = false
+            }
         }
-        if let schedule { config.schedule = try self.schedule(schedule, classes: config.classes) }
-        if let quota { config.quotas = try quotas(quota, classes: config.classes) }
+        // Windows and quotas name classes: without them, every name would be an error of its own.
+        if classesRead {
+            do throws(ConfigError) {
+                if let schedule { config.schedule = try self.schedule(schedule, classes: config.classes) }
+            } catch {
+                errors.append(error)
+            }
+            do throws(ConfigError) {
+                if let quota { config.quotas = try quotas(quota, classes: config.classes) }
+            } catch {
+                errors.append(error)
+            }
+        }
+        if !errors.isEmpty {
+            // The first in the file leads; the others follow in file order.
+            let ordered = errors.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) }
+            var lead = ordered[0]
+            lead.more = Array(ordered.dropFirst())
+            throw lead
+        }
         return config
     }
 

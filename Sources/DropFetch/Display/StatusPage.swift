@@ -38,6 +38,8 @@ public struct StatusPage: Sendable {
     /// The schedule window and quota state, as label and value pairs (ScheduleStatus.facts);
     /// nil, without `schedule:` and `quota:`, leaves the section out.
     public var scheduleFacts: [(label: String, value: String)]?
+    /// Whether the page reloads itself: an agent rewrites its page; the one `status --html` prints once does not.
+    public var reloads = true
 
     public init(status: SpoolStatus, queue: QueueOrder, agents: AgentRoster, throughput: Throughput?, writtenAt: Int64,
                 writer: String, stoppedAgent: String? = nil, scheduleFacts: [(label: String, value: String)]? = nil) {
@@ -78,7 +80,6 @@ public struct StatusPage: Sendable {
             "<meta charset=\"utf-8\">",
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
             "<meta name=\"color-scheme\" content=\"light dark\">",
-            "<meta http-equiv=\"refresh\" content=\"\(StatusPage.reloadSeconds)\">",
             "<title>\(HTMLText.escape(title))</title>",
             "<style>\n" + StatusPageStyle.css + "</style>",
             "</head>",
@@ -87,7 +88,8 @@ public struct StatusPage: Sendable {
             "<header>",
             "<h1>dropfetch</h1>",
             "<p class=\"written\">Written <time datetime=\"\(written)\">\(written)</time> by \(HTMLText.escape(writer)). "
-                + "Rewritten when something changes; reloads every \(StatusPage.reloadSeconds) s.</p>",
+                + (reloads ? "Rewritten when something changes; reloads every \(StatusPage.reloadSeconds) s." : "Printed once.")
+                + "</p>",
             summary(),
             "</header>",
             "<main>",
@@ -96,6 +98,7 @@ public struct StatusPage: Sendable {
             queueSection(),
             waitingSection(),
         ]
+        if reloads { parts.insert("<meta http-equiv=\"refresh\" content=\"\(StatusPage.reloadSeconds)\">", at: 6) }
         if !orphaned.isEmpty { parts.append(orphanedSection()) }
         parts += [heldSection(), recentSection(), classSection(), throughputSection()]
         if let scheduleFacts { parts.append(scheduleSection(scheduleFacts)) }

@@ -61,6 +61,16 @@ struct Admission: Sendable, Equatable {
         return max(0, free)
     }
 
+    /// The limit leaving `host` and `className` the least room (`concurrency.per_host 2`), for a capped split's log line.
+    func tightestLimit(host: String, className: String) -> String {
+        var limits = [(room: self.limits.total - active, name: "concurrency.total \(self.limits.total)"),
+                      (room: self.limits.perHost - perHost[host, default: 0], name: "concurrency.per_host \(self.limits.perHost)")]
+        if let cap = self.limits.perClass[className] {
+            limits.append((room: cap - perClass[className, default: 0], name: "class \(className) max_active \(cap)"))
+        }
+        return limits.min { $0.room < $1.room }?.name ?? "concurrency.total \(self.limits.total)"
+    }
+
     mutating func started(host: String, className: String) {
         active += 1
         perHost[host, default: 0] += 1

@@ -89,9 +89,10 @@ public struct JobSubmission: Sendable {
 
     /// Writes the job into `<spool>/inbox` (dot temp file, fsync, rename(2) never replacing) under
     /// the first name that no job in the inbox, work/, hold/, done/ or failed/ has, so that the
-    /// name says which job a control command means. Returns the job file's name.
+    /// name says which job a control command means. A spool not made yet is made first, as `run`
+    /// makes it. Returns the job file's name.
     public func write(config: Config) throws -> String {
-        try SpoolInspection.requireSpool(config: config)
+        try SpoolInspection.prepareSpool(config: config)
         let root = Agent.absolute(config.spool)
         let inbox = root + "/inbox"
         try FileSystem.makeDirectories(inbox)

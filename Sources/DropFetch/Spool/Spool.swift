@@ -41,6 +41,9 @@ final class Spool {
     var reportedDeepFolders: Set<String> = []
     var crashPlan: CrashPlan?
 
+    /// The folders every agent of a spool shares, made by `open()` (and by `add` on a new spool).
+    static let folderNames = ["inbox", "hold", "done", "failed", "work"]
+
     init(root: String, agentID: String, durable: Bool) {
         self.root = root
         self.agentID = agentID
@@ -56,7 +59,7 @@ final class Spool {
     /// Creates missing folders and takes this agent's `work/<agent>/.lock` (flock(2)).
     func open() throws(SpoolError) {
         do {
-            for folder in [inbox, hold, done, failed, work] { try FileSystem.makeDirectories(folder) }
+            for folder in Spool.folderNames.map({ root + "/" + $0 }) + [work] { try FileSystem.makeDirectories(folder) }
             let file = try FileDescriptor.open(work + "/.lock", flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
             guard try Spool.lockAllowingProbes(file) else {
                 throw SpoolError.agentRunning(agentID, work)

@@ -10,6 +10,30 @@ public enum SpoolInspection {
         }
     }
 
+    /// `add`'s spool cannot be made: its parent folder is missing, or a folder cannot be created.
+    public struct UncreatableSpool: Error, Sendable, CustomStringConvertible {
+        public var root: String
+        public var reason: String
+        public var description: String { "no spool at \(root), and it cannot be created: \(reason)" }
+    }
+
+    /// Makes the spool's folders as `run` does (same modes) when its parent exists, so `add` works before any agent ran.
+    public static func prepareSpool(config: Config) throws(UncreatableSpool) {
+        let root = Agent.absolute(config.spool)
+        let parent = FileSystem.directoryName(of: root)
+        if !FileSystem.isDirectory(root) {
+            var info = stat()
+            guard stat(parent, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw UncreatableSpool(root: root, reason: "its parent folder \(parent) does not exist")
+            }
+        }
+        do {
+            for folder in Spool.folderNames { try FileSystem.makeDirectories(root + "/" + folder) }
+        } catch {
+            throw UncreatableSpool(root: root, reason: "\(error)")
+        }
+    }
+
     /// Throws `MissingSpool` unless the spool's folder exists; looks, creates nothing.
     public static func requireSpool(config: Config) throws(MissingSpool) {
         let root = Agent.absolute(config.spool)

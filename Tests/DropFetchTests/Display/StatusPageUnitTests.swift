@@ -70,6 +70,21 @@ import Testing
         #expect(scheduled.html().contains("<dd>&lt;08:00-18:00&gt;</dd>"))
     }
 
+    @Test("an agent's page reloads every 5 s and says so; the page status --html prints once does neither")
+    func reloadsOnlyWhenRewritten() {
+        var page = StatusPage(status: SpoolStatus(inbox: 0, active: [], waiting: [], held: [], recent: []),
+                              queue: QueueOrder(entries: [], total: 0), agents: AgentRoster(members: []),
+                              throughput: nil, writtenAt: 0, writer: "agent a")
+        let live = page.html()
+        #expect(live.contains("<meta http-equiv=\"refresh\" content=\"5\">"))
+        #expect(live.contains("reloads every 5 s"))
+        page.reloads = false
+        let printed = page.html()
+        #expect(!printed.contains("http-equiv=\"refresh\""))
+        #expect(!printed.contains("reload"))
+        #expect(printed.contains("Printed once."))
+    }
+
     @Test("status_page: a path; status.json itself is refused with its line and column")
     func configKey() throws {
         #expect(try ConfigLoader.parse("status_page: /srv/www/index.html\n", file: "c.yaml").statusPage == "/srv/www/index.html")

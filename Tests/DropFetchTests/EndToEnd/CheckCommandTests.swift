@@ -47,6 +47,31 @@ struct CheckCommandTests {
         #expect(setup.created().isEmpty)
     }
 
+    @Test("every error of the config is reported, in file order, as a compiler does: exit 2")
+    func everyError() throws {
+        let setup = try Setup { root in
+            "spool: \(root)/spool\norder: sideways\nzz_unknown: 1\nconcurrency: { total: many }\nlog_level: loud\n"
+        }
+        let result = try setup.check()
+        #expect(result.status == 2)
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("dropfetch: ") }
+        #expect(lines.count == 4, "\(result.stderr)")
+        let order = ["config.yaml:2:", "config.yaml:3:", "config.yaml:4:", "config.yaml:5:"]
+        for (line, place) in zip(lines, order) { #expect(line.contains(place), "\(line)") }
+        #expect(result.stderr.contains("unknown key 'zz_unknown'"))
+    }
+
+    @Test("split.connections above concurrency.per_host: a warning naming both, exit 0")
+    func splitWiderThanPerHost() throws {
+        let setup = try Setup { root in "spool: \(root)/spool\nsplit: { connections: 8 }\n" }
+        let result = try setup.check()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: split.connections 8 exceeds concurrency.per_host 2"), "\(result.stderr)")
+        #expect(result.stdout.contains("config OK"))
+        let quiet = try Setup { root in "spool: \(root)/spool\nsplit: { connections: 2 }\n" }.check()
+        #expect(quiet.status == 0 && !quiet.stderr.contains("warning"), "\(quiet.stderr)")
+    }
+
     @Test("a destination that cannot be created (/proc/nope): exit 2 naming it, as run would fail")
     func destinationOnProc() throws {
         let setup = try Setup { root in "spool: \(root)/spool\ndestination: /proc/nope\n" }

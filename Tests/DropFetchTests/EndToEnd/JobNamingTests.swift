@@ -65,16 +65,43 @@ struct JobNamingTests {
         #expect(fixture.names(in: "inbox").isEmpty)
     }
 
-    @Test("add on a spool that does not exist: exit 3, nothing created")
+    @Test("add on a spool not made yet makes it as run would (modes), writes the job, and run --once takes it")
+    func newSpool() throws {
+        let server = try TestHTTPServer()
+        server.serve("/a.bin", body: Array("fresh".utf8))
+        let fixture = try SpoolFixture()
+        let fresh = fixture.root.path + "/fresh"
+        let config = fixture.root.path + "/fresh.yaml"
+        try "spool: \(fresh)\ndestination: \(fresh)/downloads\nagent_id: fresh\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let added = try fixture.capture(["add", "http://127.0.0.1:\(server.port)/a.bin"], config: config)
+        #expect(added.ending == .exited(0), "\(added.stderr)")
+        #expect(added.stdout == "a.bin.url\n")
+        // The umask the agent inherits, read without setting it (umask(2) would race other tests).
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let umaskLine = status.split(separator: "\n").first { $0.hasPrefix("Umask:") } ?? "Umask: 0022"
+        let umask = Int(umaskLine.split(separator: "\t").last.map(String.init) ?? "22", radix: 8) ?? 0o022
+        for folder in ["", "/inbox", "/hold", "/done", "/failed", "/work"] {
+            let mode = (try FileManager.default.attributesOfItem(atPath: fresh + folder)[.posixPermissions] as? Int) ?? -1
+            #expect(mode == 0o775 & ~umask, "\(fresh + folder): \(String(mode, radix: 8))")
+        }
+        #expect(FileManager.default.fileExists(atPath: fresh + "/inbox/a.bin.url"))
+        let once = try fixture.capture(["run", "--once"], config: config)
+        #expect(once.ending == .exited(0), "\(once.stderr)")
+        #expect(FileManager.default.contents(atPath: fresh + "/downloads/a.bin") == Data("fresh".utf8))
+    }
+
+    @Test("add on a spool whose parent folder is missing: exit 3, nothing created")
     func missingSpool() throws {
         let fixture = try SpoolFixture()
-        let elsewhere = fixture.root.path + "/nowhere"
+        let elsewhere = fixture.root.path + "/nowhere/spool"
         let config = fixture.root.path + "/nowhere.yaml"
         try "spool: \(elsewhere)\n".write(toFile: config, atomically: true, encoding: .utf8)
         let result = try fixture.capture(["add", "http://127.0.0.1:1/a.bin"], config: config)
         #expect(result.ending == .exited(3), "\(result.stderr)")
-        #expect(result.stderr.contains("no spool at \(elsewhere)"), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: elsewhere))
+        #expect(result.stderr.contains("no spool at \(elsewhere), and it cannot be created: its parent folder"),
+                "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.root.path + "/nowhere"))
     }
 
     @Test("add --dir, --checksum, --header, --limit reach the download; --class is taken")

@@ -132,7 +132,7 @@ struct SegmentedEndToEndTests {
         #expect(fixture.log.contains("starting over on one connection"))
     }
 
-    @Test("per_host: 2 with split=8: never more than 2 connections to the host, and the download did split")
+    @Test("per_host: 2 with split=8: never more than 2 connections to the host, the download did split, the log says why 2")
     func perHostCountsConnections() throws {
         let server = try TestHTTPServer()
         let body = TestHTTPServer.randomBytes(8 * Self.mib, seed: 2606)
@@ -143,6 +143,10 @@ struct SegmentedEndToEndTests {
         #expect(fixture.downloaded("h.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
         #expect(server.maxConcurrentRequests == 2, "peak \(server.maxConcurrentRequests)")
         #expect(server.completedRequests().contains { $0.header("range") != nil })
+        // The cap and its cause are in the log (issue 36, rough edge 5).
+        let capped = fixture.log.split(separator: "\n").first { $0.contains("split capped") } ?? ""
+        #expect(capped.contains("connections=2") && capped.contains("asked=8")
+                && capped.contains("concurrency.per_host 2"), "\(fixture.log)")
     }
 
     /// Where a rate limit of 800K comes from: the job file, `limits.rate_limit` or the job's class.
