@@ -34,6 +34,8 @@ public struct Failure: Error, Sendable, Equatable, Codable, CustomStringConverti
 
     /// Escapes control characters so that server-supplied text cannot forge log lines.
     static func escaped(_ text: String) -> String {
+        // Most messages have nothing to escape: kept as they are, without a scalar-by-scalar copy.
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return text }
         var result = ""
         for scalar in text.unicodeScalars {
             if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
