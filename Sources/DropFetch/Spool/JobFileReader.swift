@@ -8,8 +8,8 @@ import Glibc
 enum JobFileReader {
     /// A job file's bytes and its inode, which a claimed job's parts record as its claim (PartOwner).
     struct Contents {
-        var bytes: [UInt8]
-        var inode: UInt64
+        let bytes: [UInt8]
+        let inode: UInt64
         /// Modification time (fstat(2)), nanoseconds since the epoch.
         var modified: Int64 = 0
         /// The bytes parsed, once: the queue hints, the claim and admission share it (`parse()`).
