@@ -55,9 +55,9 @@ struct SpoolStepTests {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try drop("x.url", in: root, body: "http://h/one\n")
-        var read = try indexRead("x.url", in: spool)
+        let indexed = try indexRead("x.url", in: spool)
         // Same length, other bytes: what comes back shows which one the claim took.
-        read.bytes = Array("http://h/two\n".utf8)
+        let read = JobFileReader.Contents(bytes: Array("http://h/two\n".utf8), inode: indexed.inode, modified: indexed.modified)
         #expect(claimedText("x.url", in: spool, known: read) == "http://h/two\n")
 
         // Written again with another size after the index read: the claim reads the file.
