@@ -148,6 +148,9 @@ struct DownloadLifecycle {
     private(set) var restarts = 0
     /// Monotonic milliseconds when the running attempt started.
     private(set) var startedAt: Int64?
+    /// The most connections a transfer of this download had open at once (1 unsplit): what the
+    /// status file of a finished download says (docs/status-files.md, `connections`).
+    private(set) var mostConnections = 0
     /// Whether the download may be split over several connections: not once a segment was refused.
     private(set) var maySplit = true
 
@@ -215,6 +218,7 @@ struct DownloadLifecycle {
             phase = .running(key: key)
             status.state = .running
             status.connections = 1
+            mostConnections = max(mostConnections, 1)
             status.url = url
             status.resumedFrom = offset
             status.bytes = written
@@ -225,6 +229,7 @@ struct DownloadLifecycle {
         case .connections(let count):
             guard isRunning else { return [] }
             status.connections = max(1, count)
+            mostConnections = max(mostConnections, count)
         case .segmentsRefused(let reason):
             maySplit = false
             return handle(.partUnusable(reason: reason))
@@ -259,11 +264,13 @@ struct DownloadLifecycle {
             status.resumedFrom = result.resumedFrom
             status.sha256 = result.sha256
             status.error = nil
+            status.connections = max(mostConnections, 1)
             phase = .finished
             return [.settle]
         case .failed(let failure, let dataRemoved):
             status.state = .failed
             status.error = failure
+            status.connections = mostConnections > 0 ? mostConnections : nil
             if dataRemoved { status.bytes = 0 }
             phase = .finished
             return [.settle]

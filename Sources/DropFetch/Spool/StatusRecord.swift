@@ -87,6 +87,9 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
                 json.field("bytes_per_second", download.bytesPerSecond)
                 json.field("rate_limit", download.rateLimit)
                 json.field("connections", download.connections)
+            } else if download.state == .done || download.state == .failed || download.state == .cancelled {
+                // Finished: the most connections it had open at once (null when no transfer ran).
+                json.field("connections", download.connections)
             }
             json.endObject()
         }
@@ -127,8 +130,8 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
     /// State files, while running: the bandwidth limit the transfer runs under, bytes per second
     /// (its share of the class and global limits, or its own `max-download-limit`); null when none.
     public var rateLimit: Int64?
-    /// State files, while running: the connections the download uses (1 until segmented
-    /// downloads, issue 26, open more); null when not known.
+    /// While running (state files): the connections the download has open now; once finished
+    /// (done/ and failed/): the most it had open at once, 1 when it was not split; null when not known.
     public var connections: Int?
 
     public init(url: String, file: String?, state: State) {

@@ -39,6 +39,7 @@ struct CoreAgentTests {
         #expect(download.resumedFrom == 0)
         #expect(download.sha256 == TestHTTPServer.sha256Hex(b))
         #expect(download.file == fixture.destination + "/renamed.bin")
+        #expect(download.connections == 1, "not split: one connection")
 
         let json = try fixture.statusJSON("done", "shortcut.url")
         for key in ["schema", "job", "state", "class", "priority", "agent", "submitted", "started", "finished",
@@ -269,6 +270,7 @@ struct CoreAgentTests {
         #expect(fixture.downloaded("p2.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(bodies["s2"]!))
         #expect(try fixture.status("failed", "missing.url").error?.kind == .httpStatus)
         #expect(try fixture.status("failed", "invalid.url").error?.kind == .invalidJob)
+        #expect(try fixture.status("failed", "missing.url").downloads.first?.connections == 1)
         #expect(fixture.destinationNames().count == 43, "\(fixture.destinationNames())")
         #expect(!fixture.destinationNames().contains { $0.hasPrefix(".") }, "partial data left: \(fixture.destinationNames())")
     }

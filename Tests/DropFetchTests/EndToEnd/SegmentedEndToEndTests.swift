@@ -40,6 +40,7 @@ struct SegmentedEndToEndTests {
         #expect(fixture.downloaded("f.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
         let status = try fixture.status("done", "f.url")
         #expect(status.state == .done && status.downloads[0].sha256 == TestHTTPServer.sha256Hex(body))
+        #expect(status.downloads[0].connections == 8, "done/f.status.json says the most connections it had open")
 
         let requests = server.completedRequests()
         #expect(requests.count == 8, "\(requests.map { $0.header("range") ?? "whole" })")

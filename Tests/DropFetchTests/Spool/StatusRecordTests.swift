@@ -55,7 +55,7 @@ struct StatusRecordTests {
         #expect(StatusRecord.decode(record.encoded())?.ignoredOptions == record.ignoredOptions)
     }
 
-    @Test("a running download shows bytes_per_second, rate_limit and connections (null when none); a finished one none")
+    @Test("a running download shows bytes_per_second, rate_limit and connections (null when none); a finished one only connections, the most it had")
     func speedAndLimit() throws {
         var record = StatusRecord(job: "a.url", state: .running, className: "default", priority: 0,
                                   agent: "host-a", submitted: "2026-11-21T22:00:00Z", attempts: 1)
@@ -82,7 +82,8 @@ struct StatusRecordTests {
         #expect(entries[2]["rate_limit"] == nil)
         #expect(entries[0]["connections"] as? Int == 1)
         #expect(entries[1]["connections"] is NSNull)
-        #expect(entries[2]["connections"] == nil)
+        // A finished download says the most connections it had open (issue 36, DESIGN §10).
+        #expect(entries[2]["connections"] as? Int == 3)
 
         let decoded = try #require(StatusRecord.decode(bytes))
         #expect(decoded.downloads[0].rateLimit == 204_800)
