@@ -97,9 +97,15 @@ public struct SpoolStatus: Sendable {
             guard var record = heldStates[name] else {
                 return StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: "", submitted: "")
             }
-            // What it was doing when held is over: it waits for a release.
+            // What it was doing when held is over: it waits for a release, and so does each of
+            // its downloads that was running (no speed, no connections: nothing is open).
             record.state = .queued
             record.retryAt = nil
+            for index in record.downloads.indices where record.downloads[index].state == .running {
+                record.downloads[index].state = .queued
+                record.downloads[index].bytesPerSecond = nil
+                record.downloads[index].connections = nil
+            }
             return record
         }
         return "{\n\"inbox\": \(inbox),\n\"active\": \(claimed(active)),\n\"waiting\": \(claimed(waiting)),\n"

@@ -20,6 +20,13 @@ struct ControlTests {
         try fixture.drop("h.url", server.url("/h.bin") + "\n")
         let part = fixture.destination + "/.h.bin.part"
         #expect(try waitUntil { (fixture.fileSize(part) ?? 0) >= 200_000 }, "\(fixture.log)")
+        // The state file, refreshed about once a second, shows the download running with a speed.
+        #expect(try waitUntil {
+            let state = fixture.spool + "/work/test-agent/h.state.json"
+            guard let data = FileManager.default.contents(atPath: state), let record = StatusRecord.decode(Array(data))
+            else { return false }
+            return record.downloads.first?.bytesPerSecond != nil
+        }, "\(fixture.log)")
 
         #expect(try fixture.runCLI(["hold", "h"]) == 0)
         #expect(fixture.jobs(in: "hold") == ["h.url"])
@@ -28,7 +35,23 @@ struct ControlTests {
         #expect(try waitUntil { server.requests.allSatisfy(\.isFinished) })
         let kept = try #require(fixture.fileSize(part))
         #expect(kept >= 200_000 && kept < body.count)
-        #expect(try fixture.runCLI(["status", "--json"]) == 0)
+        // status --json: the held job and its download wait for a release; nothing runs (issue 36).
+        let output = fixture.root.path + "/held-status.json"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SpoolFixture.binary)
+        process.arguments = ["status", "--json", "--config", fixture.configPath]
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output))) as? [String: Any])
+        let held = try #require((object["held"] as? [[String: Any]])?.first)
+        #expect(held["job"] as? String == "h.url")
+        #expect(held["state"] as? String == "queued")
+        let download = try #require((held["downloads"] as? [[String: Any]])?.first)
+        #expect(download["state"] as? String == "queued", "a held download is not running: \(download)")
+        #expect(download["bytes_per_second"] == nil && download["connections"] == nil, "\(download)")
 
         #expect(try fixture.runCLI(["release", "h.url"]) == 0)
         #expect(try waitUntil { fixture.jobs(in: "done") == ["h.url"] }, "\(fixture.log)")
