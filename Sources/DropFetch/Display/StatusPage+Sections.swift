@@ -131,7 +131,7 @@ extension StatusPage {
         for record in active { count(record.className, 0) }
         for entry in queue.entries { count(entry.className, 1) }
         for record in waiting { count(record.className, 2) }
-        for name in status.held { count(status.heldStates[name]?.className ?? "unclassified", 3) }
+        for name in status.held { count(status.heldStates[name]?.className ?? "default", 3) }
         for record in status.recent {
             if record.state == .done { count(record.className, 4) } else { count(record.className, 5) }
         }

@@ -54,6 +54,7 @@ public struct SpoolStatus: Sendable {
         var heldStates: [String: StatusRecord] = [:]
         for name in held {
             heldStates[name] = readRecord(spool.hold + "/" + Spool.stateName(forJob: name))
+                ?? classified(heldJob: spool.hold + "/" + name, config: config)
         }
         var finished: [(modified: Int64, path: String)] = []
         for folder in [spool.done, spool.failed] {
@@ -76,6 +77,18 @@ public struct SpoolStatus: Sendable {
 
     private static func readRecord(_ path: String) -> StatusRecord? {
         Spool.readRecord(at: path)
+    }
+
+    /// A job held before it ran (no state taken along): its class and priority as the config
+    /// would give them (JobAcceptance), from its job file; nil when that cannot be read or parsed.
+    private static func classified(heldJob path: String, config: Config) -> StatusRecord? {
+        guard case .success(let bytes) = JobFileReader.read(path, limit: config.limits.maxJobFileSize),
+              let spec = try? JobFileParser.parse(bytes),
+              case .success(let accepted) = JobAcceptance.check(spec, folder: "", config: config) else { return nil }
+        var record = StatusRecord(job: FileSystem.baseName(of: path), state: .queued, className: accepted.className,
+                                  priority: accepted.priority, agent: "", submitted: "")
+        record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
+        return record
     }
 
     /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent`, and `schedule` and `quotas`
