@@ -68,7 +68,12 @@ extension Spool {
         guard (try? FileSystem.lstatus(source)).map({ UInt64($0.st_ino) == staged.sourceInode }) == true else {
             throw SystemError(code: ENOENT, operation: "file (the job file left or was replaced)", path: source)
         }
-        var number = firstFree ?? firstFreeRecordNumber(for: job, in: folder)
+        // The number known free last time is a hint: the job's own name may have been freed since
+        // (a retry moved the record's job back, a person moved it), and is then taken again rather
+        // than a number past it (issue 36: a retried job came back as x.1.url, then x.1.1.url).
+        var number = firstFree.map { known in
+            known > 0 && !FileSystem.exists(folder + "/" + Spool.candidateName(job, number: 0)) ? 0 : known
+        } ?? firstFreeRecordNumber(for: job, in: folder)
         // A number just found free is not looked up again: the renames below never replace.
         var probed = firstFree == nil
         while number < 100_000 {

@@ -55,8 +55,20 @@ public enum SpoolControl {
             let source = try find(job, in: [spool.failed] + workFolders(spool), action: action)
             guard source.hasPrefix(spool.failed + "/") else { return try retryNow(source, spool: spool) }
             let name = FileSystem.baseName(of: source)
-            let target = try move(source, into: spool.inbox)
-            try? FileSystem.removeIfPresent(spool.failed + "/" + Spool.statusName(forJob: name))
+            // The old record goes aside before the job leaves: an agent that fails the job again at
+            // once files it as x.url, not as x.1.url beside a record about to be removed. A move
+            // that fails puts the record back.
+            let status = spool.failed + "/" + Spool.statusName(forJob: name)
+            let aside = AtomicFile.tempPath(for: status)
+            let setAside = (try? FileSystem.rename(status, to: aside)) != nil
+            let target: String
+            do {
+                target = try move(source, into: spool.inbox)
+            } catch {
+                if setAside { try? FileSystem.rename(aside, to: status) }
+                throw error
+            }
+            if setAside { try? FileSystem.removeIfPresent(aside) }
             return target
         case .cancel:
             return try cancel(job, spool: spool, config: config)

@@ -106,6 +106,26 @@ struct ControlTests {
         try fixture.stopDaemon()
     }
 
+    /// The old record is set aside before the job leaves failed/: a daemon that fails the job again
+    /// at once files it under its own name, never as x.1.url beside a record about to go (issue 36).
+    @Test("retry of a job a daemon fails again at once: failed/ holds x.url and x.status.json, each time")
+    func retryRefailsUnderItsName() throws {
+        let server = try TestHTTPServer()
+        let fixture = try SpoolFixture()
+        try fixture.startDaemon()
+        try fixture.drop("gone.url", server.url("/gone.bin") + "\n")
+        for round in 1...4 {
+            // Each round's failure is one more request; then failed/ holds the pair, never x.1.*.
+            #expect(try waitUntil {
+                server.requests(to: "/gone.bin").count >= round && fixture.names(in: "failed").count >= 2
+            }, "round \(round): \(fixture.names(in: "failed"))\n\(fixture.log)")
+            #expect(fixture.names(in: "failed") == ["gone.status.json", "gone.url"], "round \(round)")
+            if round < 4 { #expect(try fixture.runCLI(["retry", "gone"]) == 0) }
+        }
+        try fixture.stopDaemon()
+        #expect(fixture.names(in: "failed") == ["gone.status.json", "gone.url"])
+    }
+
     @Test("retry moves a failed job back to the inbox; it is then done; unknown jobs exit 1")
     func retryFailedJob() throws {
         let server = try TestHTTPServer()
