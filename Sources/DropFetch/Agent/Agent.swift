@@ -443,9 +443,25 @@ public final class Agent {
                 "total": "\(fresh.concurrency.total)", "per_host": "\(fresh.concurrency.perHost)",
                 "classes": "\(fresh.classes.count)",
             ])
+            rejectedConfig = nil
         } catch {
-            logger.error("config not reloaded, keeping the running one: \(error)")
+            // One edit can come as several events (a write and a rename, or the watch and a SIGHUP):
+            // the same file refused again is not reported again.
+            let seen = Agent.fileIdentity(path)
+            if seen == nil || seen != rejectedConfig {
+                logger.error("config not reloaded, keeping the running one: \(error)")
+            }
+            rejectedConfig = seen
         }
+    }
+
+    /// The config file last refused by a reload (inode, size, modification time), if any.
+    private var rejectedConfig: [Int64]?
+
+    /// A file's inode, size and modification time (lstat(2)); nil when it cannot be looked at.
+    static func fileIdentity(_ path: String) -> [Int64]? {
+        guard let info = try? FileSystem.lstatus(path) else { return nil }
+        return [Int64(bitPattern: UInt64(info.st_ino)), Int64(info.st_size), Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
     }
 
     static func hostName() -> String {

@@ -35,6 +35,25 @@ struct HonestMessagesTests {
         #expect(try fixture.stopDaemon() == 0)
     }
 
+    /// One edit of a broken config is one error line, though it reaches the agent twice (the watch
+    /// and a SIGHUP, as `systemctl reload` after an edit does); a new edit is reported again.
+    @Test("a broken config reloaded twice is reported once; each new edit once more")
+    func brokenReloadReportedOnce() throws {
+        let fixture = try SpoolFixture()
+        try fixture.startDaemon()
+        #expect(try waitUntil { fixture.log.contains("agent started") }, "\(fixture.log)")
+        func errors() -> Int { fixture.log.components(separatedBy: "config not reloaded").count - 1 }
+        try fixture.writeConfig("concurrency: { total: nope }\n")
+        #expect(try waitUntil { errors() >= 1 }, "\(fixture.logTail())")
+        let pid = try #require(fixture.daemonPID)
+        // Sent before the next edit: the agent reads the signal no later than that edit's event.
+        kill(pid, SIGHUP)
+        try fixture.writeConfig("concurrency: { total: still-nope }\n")
+        #expect(try waitUntil { errors() >= 2 }, "\(fixture.logTail())")
+        #expect(try fixture.stopDaemon() == 0)
+        #expect(errors() == 2, "one error line an edit: \(fixture.logTail())")
+    }
+
     @Test("a read-only destination stops run at start with exit 3 naming it; the job stays in the inbox",
           .enabled(if: getuid() == 0, "mounting a read-only tmpfs needs root (mount(2))"))
     func readOnlyDestination() throws {

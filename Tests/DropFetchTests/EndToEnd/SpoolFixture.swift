@@ -139,6 +139,7 @@ final class SpoolFixture: @unchecked Sendable {
     }
 
     var daemonIsRunning: Bool { daemon?.isRunning ?? false }
+    var daemonPID: Int32? { daemon?.processIdentifier }
 
     /// SIGTERM, then waits for the exit; returns the exit code.
     @discardableResult
