@@ -151,6 +151,9 @@ struct DownloadLifecycle {
     /// The most connections a transfer of this download had open at once (1 unsplit): what the
     /// status file of a finished download says (docs/status-files.md, `connections`).
     private(set) var mostConnections = 0
+    /// The bytes on disk when this run first started a transfer of the download: what it fetched
+    /// since is the status file's `fetched` (0 after the data had to be thrown away).
+    private(set) var runStartBytes: Int64?
     /// Whether the download may be split over several connections: not once a segment was refused.
     private(set) var maySplit = true
 
@@ -219,6 +222,7 @@ struct DownloadLifecycle {
             status.state = .running
             status.connections = 1
             mostConnections = max(mostConnections, 1)
+            if runStartBytes == nil { runStartBytes = max(offset, written) }
             status.url = url
             status.resumedFrom = offset
             status.bytes = written
@@ -226,6 +230,7 @@ struct DownloadLifecycle {
             startedAt = now
         case .restartedFromZero:
             status.resumedFrom = 0
+            runStartBytes = 0
         case .connections(let count):
             guard isRunning else { return [] }
             status.connections = max(1, count)
@@ -240,6 +245,8 @@ struct DownloadLifecycle {
                 self.startedAt = nil
             }
         case .partUnusable(let reason):
+            // The data was cut to nothing: whatever this run keeps, it fetched.
+            runStartBytes = 0
             restarts += 1
             if restarts > DownloadLifecycle.maxRestarts {
                 return [.failAttempt(TransferFailure(failure: Failure(.network, reason), httpStatus: nil,
@@ -265,12 +272,14 @@ struct DownloadLifecycle {
             status.sha256 = result.sha256
             status.error = nil
             status.connections = max(mostConnections, 1)
+            status.fetched = max(0, result.bytes - (runStartBytes ?? result.bytes))
             phase = .finished
             return [.settle]
         case .failed(let failure, let dataRemoved):
             status.state = .failed
             status.error = failure
             status.connections = mostConnections > 0 ? mostConnections : nil
+            status.fetched = runStartBytes.map { max(0, status.bytes - $0) }
             if dataRemoved { status.bytes = 0 }
             phase = .finished
             return [.settle]
@@ -294,7 +303,8 @@ struct DownloadLifecycle {
         case .restored(let saved, let attempts):
             attempt = attempts
             beginsAttempt = attempts == 0 || saved.state == .waiting
-            status.seconds = saved.seconds
+            // `seconds` is this run's transfer time (with `fetched`, what speeds are made of): an
+            // earlier run's is not carried over.
             if saved.state == .done, saved.file != nil {
                 status = saved
                 phase = .finished

@@ -52,6 +52,8 @@ enum JobLog {
         // The download a reader wants named: the first that did not finish, else the first.
         let named = downloads.first { $0.state != .done } ?? downloads.first
         let bytes = downloads.reduce(Int64(0)) { $0 + $1.bytes }
+        // Speeds count what this run fetched, in this run's time: resumed bytes are not this run's.
+        let fetched = downloads.reduce(Int64(0)) { $0 + ($1.fetched ?? $1.bytes) }
         let seconds = downloads.reduce(0) { $0 + $1.seconds }
         var fields: Logger.Metadata = [
             "job": "\(record.job)", "state": "\(record.state.rawValue)", "attempts": "\(record.attempts)",
@@ -61,7 +63,8 @@ enum JobLog {
             fields["url"] = "\(named.url)"
             if let file = named.file { fields["file"] = "\(file)" }
         }
-        if seconds > 0, bytes > 0 { fields["speed"] = "\(HumanUnits.compactRate(Int64(Double(bytes) / seconds)))" }
+        if fetched != bytes { fields["fetched"] = "\(fetched)" }
+        if seconds > 0, fetched > 0 { fields["speed"] = "\(HumanUnits.compactRate(Int64(Double(fetched) / seconds)))" }
         if downloads.count > 1 { fields["downloads"] = "\(downloads.count)" }
         let recordName = recordPath.split(separator: "/").last.map(String.init) ?? recordPath
         if recordName != record.job { fields["record"] = "\(recordName)" }

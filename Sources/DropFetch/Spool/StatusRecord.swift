@@ -88,8 +88,10 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
                 json.field("rate_limit", download.rateLimit)
                 json.field("connections", download.connections)
             } else if download.state == .done || download.state == .failed || download.state == .cancelled {
-                // Finished: the most connections it had open at once (null when no transfer ran).
+                // Finished: the most connections it had open at once (null when no transfer ran),
+                // and the bytes this run fetched.
                 json.field("connections", download.connections)
+                json.field("fetched", download.fetched)
             }
             json.endObject()
         }
@@ -133,6 +135,9 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
     /// While running (state files): the connections the download has open now; once finished
     /// (done/ and failed/): the most it had open at once, 1 when it was not split; null when not known.
     public var connections: Int?
+    /// Once finished: the bytes this run of the agent fetched (the rest was on disk from an earlier
+    /// run); `seconds` is this run's time, so speeds count only what this run fetched.
+    public var fetched: Int64?
 
     public init(url: String, file: String?, state: State) {
         self.url = url
@@ -146,7 +151,7 @@ public struct DownloadStatus: Decodable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case url, file, state, bytes, size, httpStatus = "http_status", resumedFrom = "resumed_from"
         case sha256, seconds, error, bytesPerSecond = "bytes_per_second", rateLimit = "rate_limit"
-        case connections
+        case connections, fetched
     }
 
 }

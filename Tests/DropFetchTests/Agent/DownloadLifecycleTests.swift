@@ -171,7 +171,8 @@ struct DownloadLifecycleTests {
         download.handle(.restored(saved: saved, attempts: 2))
         download.handle(.nameTaken(size: 4096, recordMirror: 2, finalPath: "/d/f"))
         #expect(download.handle(.attemptBegins(partSize: 4096, recordMirror: 2)).isEmpty)
-        #expect(download.attempt == 2 && download.mirror == 2 && download.status.seconds == 4)
+        // `seconds` is this run's (issue 36: speeds count this run's bytes in this run's time).
+        #expect(download.attempt == 2 && download.mirror == 2 && download.status.seconds == 0)
 
         var finished = DownloadLifecycle(url: "http://a/f", mirrorCount: 1)
         var done = DownloadStatus(url: "http://a/f", file: "/d/f", state: .done)

@@ -40,6 +40,7 @@ struct CoreAgentTests {
         #expect(download.sha256 == TestHTTPServer.sha256Hex(b))
         #expect(download.file == fixture.destination + "/renamed.bin")
         #expect(download.connections == 1, "not split: one connection")
+        #expect(download.fetched == 5_000, "all of it fetched by this run")
 
         let json = try fixture.statusJSON("done", "shortcut.url")
         for key in ["schema", "job", "state", "class", "priority", "agent", "submitted", "started", "finished",
