@@ -19,7 +19,8 @@
 #                  curl 8 into bench/out/curl8 with bench/curl8.sh, or compares against the system's)
 #   make screenshots  the status page at phone and desktop widths, light and dark, rendered by headless
 #                  Chromium into docs/status-page-*.png (installs chromium if missing)
-#   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
+#   make fuzz      build the libFuzzer targets of Fuzz/ (job files, config, headers, state files, quota
+#                  ledgers), run each FUZZ_SECONDS (600) s; FUZZ_TARGETS="ledger" runs only those; Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
 
 SHELL := /bin/bash
@@ -33,6 +34,7 @@ endif
 
 SWIFT ?= swift
 ARGS ?=
+FUZZ_TARGETS ?=
 DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
 # The end-to-end tests start their own servers: pyftpdlib (FTP, explicit FTPS with pyOpenSSL) and an
 # HTTPS server on Debian's python3 (its pip is closed by PEP 668, so apt), OpenSSH's sshd run as the
@@ -324,7 +326,7 @@ bench: bench-deps
 	bench/run.sh
 
 fuzz: deps
-	Fuzz/run.sh
+	Fuzz/run.sh $(FUZZ_TARGETS)
 
 clean:
 	$(SWIFT) package clean
