@@ -18,7 +18,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let counts = QuotaLedger.parse(text)
     for (key, value) in counts {
         if !(0...Units.maxSize).contains(value) { violated("count \(value) of \(key) out of range") }
-        if Config.Quota.Period(rawValue: String(key.period.prefix { $0 != " " })) == nil { violated("period \(key.period)") }
+        let kind = key.period.utf8.prefix { $0 != UInt8(ascii: " ") }
+        if Config.Quota.Period(rawValue: String(decoding: kind, as: UTF8.self)) == nil { violated("period \(key.period)") }
     }
     // What the agent writes it reads back unchanged.
     let written = QuotaLedger.text(counts)

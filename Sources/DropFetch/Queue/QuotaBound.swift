@@ -29,9 +29,7 @@ struct QuotaBound: Sendable {
     /// The most a count of the period `key` (`daily 2026-03-29`) can hold at `now` (seconds since
     /// 1970): a period not begun yet is bounded as one just begun, one over by its whole length.
     func limit(period key: String, now: Int64) -> Int64 {
-        let fields = key.split(separator: " ")
-        guard fields.count == 2, let period = Config.Quota.Period(rawValue: String(fields[0])),
-              let start = QuotaBound.date(fields[1]) else { return 0 }
+        guard let (period, start) = QuotaBound.period(key) else { return 0 }
         let begin = calendar.instant(start, minute: 0)
         let end = calendar.instant(QuotaUsage.nextStart(period, after: start), minute: 0)
         let seconds = max(0, min(now, end) - begin) + QuotaBound.slackSeconds
@@ -49,6 +47,15 @@ struct QuotaBound: Sendable {
             result[key] = min(value, limit)
         }
         return result
+    }
+
+    /// A ledger's period name (`daily 2026-03-29`) as its kind and first day, split on the byte
+    /// 0x20 as `QuotaLedger.parse` splits (a combining mark after the space changes nothing).
+    static func period(_ key: String) -> (Config.Quota.Period, LocalDate)? {
+        let fields = key.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard fields.count == 2, let period = Config.Quota.Period(rawValue: String(decoding: fields[0], as: UTF8.self)),
+              let start = date(Substring(String(decoding: fields[1], as: UTF8.self))) else { return nil }
+        return (period, start)
     }
 
     /// `2026-03-29` as a date; nil when it is not one (years 1...9999).

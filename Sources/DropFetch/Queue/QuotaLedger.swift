@@ -66,9 +66,7 @@ final class QuotaLedger {
 
     /// Whether the period `key` (`daily 2026-03-29`) is kept on `date`: it ended less than `keepDays` ago, or later.
     static func isKept(_ key: String, on date: LocalDate) -> Bool {
-        let fields = key.split(separator: " ")
-        guard fields.count == 2, let period = Config.Quota.Period(rawValue: String(fields[0])),
-              let start = QuotaBound.date(fields[1]) else { return false }
+        guard let (period, start) = QuotaBound.period(key) else { return false }
         return QuotaUsage.nextStart(period, after: start).dayNumber > date.dayNumber - keepDays
     }
 
