@@ -11,14 +11,18 @@ struct SplitAttackTests {
     @Test("a server that closes every answer (206s included) after 100,000 bytes: the job fails after 100 attempts in all, not for ever")
     func attemptCeiling() throws {
         let server = try TestHTTPServer()
-        server.serve("/c.bin", body: TestHTTPServer.randomBytes(32 * Self.mib, seed: 3510), faults: [.dropAfter(bytes: 100_000)])
-        let fixture = try SpoolFixture(extraConfig: "split: { connections: 2, min_size: 1MiB }\nconcurrency: { total: 2, per_host: 2 }\n")
+        // The first answer comes slowly enough to be split; eight connections then add 800,000 bytes
+        // an attempt (more than the 1 MiB the old rule wanted, counted from the prefix, from the
+        // second attempt on): 100 attempts fetch 80 MB of the 96 MiB.
+        server.serve("/c.bin", body: TestHTTPServer.randomBytes(96 * Self.mib, seed: 3510),
+                     faults: [.times(1, .drip(bytesPerChunk: 10_000, interval: .milliseconds(20))), .dropAfter(bytes: 100_000)])
+        let fixture = try SpoolFixture(extraConfig: "split: { connections: 8, min_size: 1MiB }\nconcurrency: { total: 8, per_host: 8 }\n")
         try fixture.drop("c.url", server.url("/c.bin") + "\n")
         try fixture.startDaemon()
         defer { _ = try? fixture.stopDaemon() }
-        #expect(try waitUntil(timeout: .seconds(150)) { fixture.jobs(in: "failed") == ["c.url"] }, "\(fixture.logTail())")
+        #expect(try waitUntil(timeout: .seconds(150)) { fixture.jobs(in: "failed") == ["c.url"] }, "\(fixture.logTail(8))")
         let status = try fixture.status("failed", "c.url")
-        #expect(status.attempts == 100, "attempts \(status.attempts)")
+        #expect(status.attempts == 100, "attempts \(status.attempts): \(fixture.logTail(8))")
         #expect(status.downloads.first?.error?.kind == .network)
         #expect(fixture.log.contains("download split"), "the download was never split")
         #expect(!fixture.log.contains("attempt=101"))
