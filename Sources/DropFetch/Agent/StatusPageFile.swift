@@ -33,7 +33,6 @@ final class StatusPageFile {
     /// As the config says it (relative to the working folder at start).
     let configured: String
     let path: String
-    let jsonPath: String
     let agent: String
     private let logger: Logger
     private(set) var ring = ThroughputRing()
@@ -51,7 +50,6 @@ final class StatusPageFile {
     init(configured: String, agent: String, logger: Logger) {
         self.configured = configured
         path = Agent.absolute(configured)
-        jsonPath = FileSystem.directoryName(of: path) + "/" + StatusPageFile.jsonName
         self.agent = agent
         self.logger = logger
     }
