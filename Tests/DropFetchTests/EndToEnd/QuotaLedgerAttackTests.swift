@@ -93,12 +93,19 @@ struct QuotaLedgerAttackTests {
         #expect(text.contains("monthly 2027-07-01 default 20000\n"), "\(text)")
     }
 
-    @Test("a ledger that cannot be written (a folder in its place) is logged once and retried with backoff: an idle agent neither spins nor floods the log over 10 s")
-    func unwritableLedgerDoesNotSpin() throws {
+    @Test("a ledger that cannot be written (a folder in its place, or quota/ a symlink) is logged once and retried with backoff: an idle agent neither spins nor floods the log over 10 s",
+          arguments: ["folder in its place", "quota/ a symlink"])
+    func unwritableLedgerDoesNotSpin(_ obstacle: String) throws {
         let server = try TestHTTPServer()
         server.serve("/u.bin", body: TestHTTPServer.randomBytes(50_000, seed: 3504))
         let fixture = try SpoolFixture(extraConfig: "quota: [{ period: daily, bytes: 1GB }]\n")
-        try FileManager.default.createDirectory(atPath: fixture.spool + "/quota/test-agent/x", withIntermediateDirectories: true)
+        if obstacle == "quota/ a symlink" {
+            try FileManager.default.createDirectory(atPath: fixture.root.path + "/elsewhere", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: fixture.spool, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: fixture.spool + "/quota", withDestinationPath: fixture.root.path + "/elsewhere")
+        } else {
+            try FileManager.default.createDirectory(atPath: fixture.spool + "/quota/test-agent/x", withIntermediateDirectories: true)
+        }
         let agent = try AgentProcess(["run"], config: fixture.configPath, log: fixture.logPath, in: fixture)
         try agent.start()
         try fixture.drop("u.url", server.url("/u.bin") + "\n")
@@ -115,6 +122,9 @@ struct QuotaLedgerAttackTests {
         #expect(warnings == 1, "\(warnings) warnings: \(fixture.logTail(5))")
         #expect(agent.isRunning)
         try agent.stop()
+        if obstacle == "quota/ a symlink" {
+            #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.root.path + "/elsewhere").isEmpty)
+        }
     }
 
     /// utime + stime of process `pid` in clock ticks (/proc/PID/stat fields 14 and 15).
