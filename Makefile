@@ -25,7 +25,8 @@
 #                  job beside curl (valgrind, perf; installed if missing)
 #   make screenshots  the status page at phone and desktop widths, light and dark, rendered by headless
 #                  Chromium into docs/status-page-*.png (installs chromium if missing)
-#   make fuzz      build the libFuzzer targets of Fuzz/, run each FUZZ_SECONDS (600) s; see Fuzz/README.md
+#   make fuzz      build the libFuzzer targets of Fuzz/ (job files, config, headers, state files, quota
+#                  ledgers), run each FUZZ_SECONDS (600) s; FUZZ_TARGETS="ledger" runs only those; Fuzz/README.md
 #   make clean     remove build products (keeps fetched package checkouts)
 
 SHELL := /bin/bash
@@ -39,6 +40,7 @@ endif
 
 SWIFT ?= swift
 ARGS ?=
+FUZZ_TARGETS ?=
 DEPS_PKGS := libcurl4-openssl-dev libyaml-dev libssl-dev pkg-config curl
 # The end-to-end tests start their own servers: pyftpdlib (FTP, explicit FTPS with pyOpenSSL) and an
 # HTTPS server on Debian's python3 (its pip is closed by PEP 668, so apt), OpenSSH's sshd run as the
@@ -403,7 +405,7 @@ bench: bench-deps
 	DROPFETCH_BIN=$(RELEASE_BIN) bench/instructions.sh
 
 fuzz: deps
-	Fuzz/run.sh
+	Fuzz/run.sh $(FUZZ_TARGETS)
 
 clean:
 	$(SWIFT) package clean

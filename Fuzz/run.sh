@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of Fuzz/ into .build-fuzz/ and runs each for FUZZ_SECONDS (default 600).
 #
-# Usage: Fuzz/run.sh [jobfile] [config] [headers] [statefile]   (no names: all four, one after another)
+# Usage: Fuzz/run.sh [jobfile] [config] [headers] [statefile] [ledger]   (no names: all five, one after another)
 # Environment:
 #   FUZZ_SECONDS=600      run time per target (-max_total_time); 0 builds each and runs it once over its
 #                         seed corpus (-runs=0: no mutation, a few seconds)
@@ -30,11 +30,11 @@ if [[ -z ${SWIFTC:-} ]]; then
 fi
 swift_bin=$(dirname "$SWIFTC")
 
-declare -A target_dirs=([jobfile]=JobFile [config]=Config [headers]=ResponseHeaders [statefile]=StateFile)
+declare -A target_dirs=([jobfile]=JobFile [config]=Config [headers]=ResponseHeaders [statefile]=StateFile [ledger]=Ledger)
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(jobfile config headers statefile)
+[[ ${#targets[@]} -gt 0 ]] || targets=(jobfile config headers statefile ledger)
 for name in "${targets[@]}"; do
-  [[ -n ${target_dirs[$name]:-} ]] || { echo "run.sh: unknown target '$name' (jobfile, config, headers, statefile)" >&2; exit 2; }
+  [[ -n ${target_dirs[$name]:-} ]] || { echo "run.sh: unknown target '$name' (jobfile, config, headers, statefile, ledger)" >&2; exit 2; }
 done
 
 mkdir -p "$out"

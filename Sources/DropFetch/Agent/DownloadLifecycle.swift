@@ -69,6 +69,9 @@ struct DownloadLifecycle {
         /// A segment's answer showed another file, or no range: the segments were stopped, the
         /// data truncated, and the download starts over on one connection (never split again).
         case segmentsRefused(reason: String)
+        /// A split attempt failed as one connection would not (an error answer to a range, pieces
+        /// failing `checksum=`): the next attempts run on one connection.
+        case splitRefused
         /// libcurl reported the transfer done (monotonic ms).
         case transferEnded(now: Int64)
         /// The partial data cannot be resumed; it was truncated and the download starts over.
@@ -157,9 +160,10 @@ struct DownloadLifecycle {
     /// Whether the download may be split over several connections: not once a segment was refused.
     private(set) var maySplit = true
 
-    /// How much an attempt must grow the `.part` to cost no attempt: a server that sends a byte
-    /// and resets cannot keep a download retrying for ever (each free attempt adds at least this).
-    static let progressCredit: Int64 = 1 << 20
+    /// How much an attempt must add to the `.part` to cost no attempt: a server that sends a byte
+    /// and resets cannot keep a download retrying for ever (each free attempt adds at least this,
+    /// and `RetryPolicy.maxAttemptsInAll` caps them).
+    static let progressCredit: Int64 = 64 << 10
     /// Unusable-partial restarts allowed in one attempt.
     static let maxRestarts = 3
 
@@ -217,7 +221,8 @@ struct DownloadLifecycle {
             roundRetryable = false
             mirror = partSize > 0 ? min(recordMirror, mirrorCount - 1) : 0
         case .transferStarted(let key, let url, let offset, let written, let now, let newAttempt):
-            if newAttempt { attemptStartBytes = offset }
+            // The bytes held when the attempt began: a split resume holds pieces past its prefix.
+            if newAttempt { attemptStartBytes = max(offset, written) }
             phase = .running(key: key)
             status.state = .running
             status.connections = 1
@@ -238,6 +243,8 @@ struct DownloadLifecycle {
         case .segmentsRefused(let reason):
             maySplit = false
             return handle(.partUnusable(reason: reason))
+        case .splitRefused:
+            maySplit = false
         case .transferEnded(let now):
             phase = .queued
             if let startedAt {
@@ -331,16 +338,17 @@ struct DownloadLifecycle {
         status.error = failure.failure
         restarts = 0
         mirrorsTried += 1
-        // An attempt that moved the `.part` forward by `progressCredit` costs none (a flaky link).
+        // An attempt that added `progressCredit` to the `.part`, or its last bytes, costs none (a flaky link).
         if let start = attemptStartBytes, [.network, .timeout].contains(failure.failure.kind),
-           failure.bytes - start >= DownloadLifecycle.progressCredit {
+           failure.bytes - start >= DownloadLifecycle.progressCredit
+            || (failure.bytes > start && status.size.map { failure.bytes >= $0 } == true) {
             freeAttempts += 1
             attemptStartBytes = nil
         }
         let outcome = RetryPolicy.Outcome(kind: failure.failure.kind, httpStatus: failure.httpStatus,
                                           retryAfter: failure.retryAfter, isFinal: failure.isFinal)
         let round = RetryPolicy.Round(mirrorsTried: mirrorsTried, mirrorCount: mirrorCount,
-                                      attempt: attempt - freeAttempts, earlierRetryable: roundRetryable)
+                                      attempt: attempt - freeAttempts, earlierRetryable: roundRetryable, attemptsInAll: attempt)
         if RetryPolicy.isRetryable(outcome, policy: context.policy) { roundRetryable = true }
         let decision = RetryPolicy.decide(outcome, round, policy: context.policy, jitter: context.jitter)
         var effects: [Effect] = [.logAttempt(decision)]

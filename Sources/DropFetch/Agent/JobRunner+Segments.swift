@@ -200,6 +200,8 @@ extension JobRunner {
         case .completed(let result):
             publisher.publish(group.part, result, job, index)
         case .failed(let failure):
+            // Pieces failing `checksum=` refuse the split: the next attempt runs on one connection.
+            if failure.failure.kind == .checksumMismatch { job.apply(.splitRefused, to: index) }
             endAttempt(job, index, failure)
         case .restart, .redirect:
             break

@@ -96,33 +96,44 @@ final class ScheduleGate: AgentPart {
             counted[className] = bytes
         }
         let periodOver = quotas.contains { wall >= $0.reset }
-        guard force || periodOver || now - lastRead >= 1000 || (ledger.isDirty && table.runningCount == 0) else { return }
+        guard force || periodOver || now - lastRead >= 1000 || (ledger.isWriteDue(now: now) && table.runningCount == 0) else { return }
         ledger.prune(on: today)
         lastRead = now
+        let bound = QuotaBound(config: config, calendar: calendar)
         if force {
             if ledger.isDirty {
                 do {
                     try ledger.write()
+                    noteWrite(nil, ledger: ledger, now: now)
                 } catch {
-                    logger.warning("cannot write the quota ledger: \(error)", metadata: ["file": "\(ledger.path)"])
+                    noteWrite(error, ledger: ledger, now: now)
                 }
             }
-            others = QuotaLedger.others(in: ledger.folder, except: ledger.agent)
+            others = QuotaLedger.others(in: ledger.folder, except: ledger.agent, bound: bound, now: wall)
         } else if !syncInFlight {
             syncInFlight = true
-            let sync = QuotaLedgerSync(folder: ledger.folder, agent: ledger.agent, text: ledger.takeText())
+            let sync = QuotaLedgerSync(folder: ledger.folder, agent: ledger.agent, text: ledger.takeText(now: now), bound: bound)
             context.finishSteps.sync([.task(sync)]) { [self] _ in
                 syncInFlight = false
-                if let error = sync.writeError {
-                    ledger.writeFailed()
-                    logger.warning("cannot write the quota ledger: \(error)", metadata: ["file": "\(ledger.path)"])
-                }
+                if sync.request.text != nil { noteWrite(sync.writeError, ledger: ledger, now: MonotonicClock.now()) }
                 others = sync.others
                 noteUsages(wall: Int64(time(nil)))
                 refresh()
             }
         }
         noteUsages(wall: wall)
+    }
+
+    /// A write of this agent's ledger file ended: a failure backs the next write off and is logged
+    /// once per change of error (a full disk, a folder in the file's place), a recovery once.
+    private func noteWrite(_ error: SystemError?, ledger: QuotaLedger, now: Int64) {
+        if let error {
+            if ledger.writeFailed(error, now: now) {
+                logger.warning("cannot write the quota ledger, retrying with backoff: \(error)", metadata: ["file": "\(ledger.path)"])
+            }
+        } else if ledger.writeSucceeded() {
+            logger.info("quota ledger written again", metadata: ["file": "\(ledger.path)"])
+        }
     }
 
     /// Each quota's use from this agent's counts and the others' last read, logged where it changed.
@@ -218,10 +229,13 @@ final class ScheduleGate: AgentPart {
     }
 
     /// The monotonic time of the next window change while transfers run (their limits change
-    /// then); an idle agent is woken by its held downloads' due times alone.
+    /// then), or of a backed-off ledger write; an idle agent is otherwise woken by its held
+    /// downloads' due times alone.
     func nextWake() -> Int64? {
-        guard table.runningCount > 0, let next = state.nextChange else { return nil }
-        return MonotonicClock.now() + max(0, next - Int64(time(nil))) * 1000 + 1
+        let retry = syncInFlight || table.runningCount > 0 ? nil : ledger?.writeRetryAt.map { max($0, MonotonicClock.now() + 10) }
+        guard table.runningCount > 0, let next = state.nextChange else { return retry }
+        let change = MonotonicClock.now() + max(0, next - Int64(time(nil))) * 1000 + 1
+        return retry.map { min($0, change) } ?? change
     }
 
     /// At the end of a run: the last bytes counted in the ledger.

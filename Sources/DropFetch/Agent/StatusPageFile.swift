@@ -33,7 +33,6 @@ final class StatusPageFile {
     /// As the config says it (relative to the working folder at start).
     let configured: String
     let path: String
-    let jsonPath: String
     let agent: String
     private let logger: Logger
     private(set) var ring = ThroughputRing()
@@ -44,11 +43,13 @@ final class StatusPageFile {
     private let cache = QueueOrder.JobFileCache()
     /// When the last warning about a failing write was logged (monotonic ms); nil while writes work.
     private var warnedAt: Int64?
+    /// The page's folder, opened at the first write and kept: both files are written through it,
+    /// so a symlink later swapped in for the folder is never followed (nil until it could be opened).
+    private var folder: DirectoryHandle?
 
     init(configured: String, agent: String, logger: Logger) {
         self.configured = configured
         path = Agent.absolute(configured)
-        jsonPath = FileSystem.directoryName(of: path) + "/" + StatusPageFile.jsonName
         self.agent = agent
         self.logger = logger
     }
@@ -73,7 +74,13 @@ final class StatusPageFile {
     func write(now: Int64, _ gauges: Gauges, config: Config, stopping: Bool = false, on worker: GroupCommit?) {
         lastWrite = now
         writtenGauges = gauges
-        let task = StatusPageWrite(config: config, path: path, jsonPath: jsonPath, agent: agent,
+        let folder: DirectoryHandle
+        do {
+            folder = try openFolder()
+        } catch {
+            return report(error, now: now)
+        }
+        let task = StatusPageWrite(config: config, folder: folder, pageName: FileSystem.baseName(of: path), agent: agent,
                                    perMinute: ring.perMinute(at: now), stopping: stopping,
                                    cache: writing ? QueueOrder.JobFileCache() : cache)
         guard let worker else {
@@ -85,6 +92,20 @@ final class StatusPageFile {
             writing = false
             report(task.error, now: MonotonicClock.now())
         }
+    }
+
+    /// The page's folder: its parent opened by path, the folder itself with O_NOFOLLOW, so that a
+    /// symlink in its place is refused (ELOOP) as for the destination's subfolders.
+    private func openFolder() throws(SystemError) -> DirectoryHandle {
+        if let folder { return folder }
+        let directory = FileSystem.directoryName(of: path)
+        let parent = FileSystem.directoryName(of: directory)
+        let name = FileSystem.baseName(of: directory)
+        let opened = parent != directory && DirectoryHandle.isPlainComponent(name)
+            ? try DirectoryHandle.openRoot(parent, create: false).subfolder(name, create: false)
+            : try DirectoryHandle.openRoot(directory, create: false)
+        folder = opened
+        return opened
     }
 
     /// Warns about a failing write once an hour at most, and says once when it works again.

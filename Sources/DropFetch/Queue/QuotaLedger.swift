@@ -10,7 +10,9 @@ import Darwin
 ///
 /// A file is lines of `<period> <first day> <class> <bytes>`, such as `daily 2026-03-29 iso 1048576`;
 /// an agent counts every period (daily, weekly, monthly) for each class, and keeps only the
-/// current ones. The folder exists only when the config has a `quota:`.
+/// periods a wrong clock could come back to (`keepDays`). The folder exists only when the config
+/// has a `quota:`. Nothing read from a file traps: sums saturate at `Units.maxSize`; only the
+/// files of agents with a work folder count, each value bounded (`QuotaBound`, docs/security.md).
 final class QuotaLedger {
     /// `<spool>/quota`.
     let folder: String
@@ -19,8 +21,18 @@ final class QuotaLedger {
     private(set) var own: [QuotaUsage.Key: Int64] = [:]
     /// Whether `own` changed since the last `write`.
     private(set) var isDirty = false
+    private var writeState = WriteState.writable
+
+    /// Whether this agent's file can be written: after a failure, writes wait (`Backoff.spoolStep`).
+    private enum WriteState {
+        case writable
+        /// The last write failed with this error, the `failures`-th in a row; the next is due at `retryAt` (monotonic ms).
+        case failing(SystemError, failures: Int, retryAt: Int64)
+    }
     /// The largest ledger file read.
     static let maxFileSize = 64 * 1024
+    /// Days after its end a period is forgotten: a clock that jumps less far and comes back loses no count.
+    static let keepDays = 100
 
     init(spoolRoot: String, agent: String) {
         folder = spoolRoot + "/quota"
@@ -38,17 +50,30 @@ final class QuotaLedger {
     func add(_ bytes: Int64, className: String, on date: LocalDate) {
         guard bytes > 0 else { return }
         for period in Config.Quota.Period.allCases {
-            own[QuotaUsage.Key(period: QuotaUsage.periodKey(period, on: date), className: className), default: 0] += bytes
+            let key = QuotaUsage.Key(period: QuotaUsage.periodKey(period, on: date), className: className)
+            own[key] = QuotaLedger.sum(own[key, default: 0], bytes)
         }
         isDirty = true
     }
 
-    /// Forgets the periods that are over.
+    /// Forgets the periods that ended `keepDays` or more before `date` (and unreadable keys); the
+    /// others stay, so that a clock jumping ahead and back loses no count.
     func prune(on date: LocalDate) {
-        let current = Set(Config.Quota.Period.allCases.map { QuotaUsage.periodKey($0, on: date) })
         let before = own.count
-        own = own.filter { current.contains($0.key.period) }
+        own = own.filter { QuotaLedger.isKept($0.key.period, on: date) }
         if own.count != before { isDirty = true }
+    }
+
+    /// Whether the period `key` (`daily 2026-03-29`) is kept on `date`: it ended less than `keepDays` ago, or later.
+    static func isKept(_ key: String, on date: LocalDate) -> Bool {
+        guard let (period, start) = QuotaBound.period(key) else { return false }
+        return QuotaUsage.nextStart(period, after: start).dayNumber > date.dayNumber - keepDays
+    }
+
+    /// `a + b` for counts of at least 0, stopping at `Units.maxSize` instead of trapping.
+    static func sum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (total, overflow) = max(0, a).addingReportingOverflow(max(0, b))
+        return overflow ? Units.maxSize : min(Units.maxSize, total)
     }
 
     /// Replaces this agent's file with its counts (creating the folder when needed).
@@ -57,31 +82,63 @@ final class QuotaLedger {
         isDirty = false
     }
 
-    /// The counts of every agent's file in `folder` but `agent`'s, summed.
-    static func others(in folder: String, except agent: String) -> [QuotaUsage.Key: Int64] {
+    /// The counts of every known agent's file in `folder` but `agent`'s, each bounded at `now`, summed.
+    static func others(in folder: String, except agent: String, bound: QuotaBound, now: Int64) -> [QuotaUsage.Key: Int64] {
         var total: [QuotaUsage.Key: Int64] = [:]
         for name in agentFiles(in: folder) where name != agent {
-            for (key, bytes) in read(folder + "/" + name) ?? [:] { total[key, default: 0] += bytes }
+            total = adding(bound.bounded(read(folder + "/" + name) ?? [:], now: now), to: total)
         }
         return total
     }
 
-    /// `counts` added to `total`.
+    /// `counts` added to `total`, saturating.
     static func adding(_ counts: [QuotaUsage.Key: Int64], to total: [QuotaUsage.Key: Int64]) -> [QuotaUsage.Key: Int64] {
-        total.merging(counts, uniquingKeysWith: +)
+        total.merging(counts, uniquingKeysWith: sum)
     }
 
     /// This agent's counts as its file holds them, for a writer on another thread
-    /// (`QuotaLedgerSync`); the ledger counts itself clean until that write is said to have failed.
-    func takeText() -> String? {
-        guard isDirty else { return nil }
+    /// (`QuotaLedgerSync`), when a write is due at `now` (monotonic ms); the ledger counts itself
+    /// clean until that write is said to have failed.
+    func takeText(now: Int64) -> String? {
+        guard isWriteDue(now: now) else { return nil }
         isDirty = false
         return QuotaLedger.text(own)
     }
 
-    /// A write handed to another thread failed: the counts are written again next time.
-    func writeFailed() {
+    /// Whether the counts changed and no failed write holds the next one back at `now` (monotonic ms).
+    func isWriteDue(now: Int64) -> Bool {
+        guard isDirty else { return false }
+        if case .failing(_, _, let retryAt) = writeState { return now >= retryAt }
+        return true
+    }
+
+    /// Monotonic ms when a backed-off write of changed counts is due; nil when none waits.
+    var writeRetryAt: Int64? {
+        guard isDirty, case .failing(_, _, let retryAt) = writeState else { return nil }
+        return retryAt
+    }
+
+    /// A write failed at `now` (monotonic ms): the counts are written again after a backoff that
+    /// doubles from a second to a minute. Returns whether the failure is new (not the same error
+    /// as the last write's), so that it is logged once per change, not at every try.
+    func writeFailed(_ error: SystemError, now: Int64) -> Bool {
         isDirty = true
+        var failures = 1
+        var isNew = true
+        if case .failing(let last, let count, _) = writeState {
+            failures = count + 1
+            isNew = last.code != error.code || last.operation != error.operation
+        }
+        let delay = Int64(Backoff.spoolStep(failures: failures, initial: .seconds(1)).milliseconds)
+        writeState = .failing(error, failures: failures, retryAt: now + delay)
+        return isNew
+    }
+
+    /// A write succeeded; returns whether writes had been failing (so that the recovery is logged).
+    func writeSucceeded() -> Bool {
+        guard case .failing = writeState else { return false }
+        writeState = .writable
+        return true
     }
 
     /// `write` of `text` to the ledger file of `agent` in `folder`, on any thread.
@@ -90,19 +147,17 @@ final class QuotaLedger {
         try AtomicFile.write(Array(text.utf8), to: folder + "/" + agent, durable: false)
     }
 
-    /// The ledger files of a folder: every name not starting with `.` (temp files do).
+    /// The ledger files of a folder that count: every name not starting with `.` (temp files do)
+    /// of an agent the spool knows, one with a work folder (`<spool>/work/<name>/`).
     static func agentFiles(in folder: String) -> [String] {
-        ((try? FileSystem.entries(of: folder)) ?? []).map(\.name).filter { !$0.hasPrefix(".") }
+        let workRoot = String(folder.dropLast("quota".count)) + "work/"
+        return ((try? FileSystem.entries(of: folder)) ?? []).map(\.name)
+            .filter { !$0.hasPrefix(".") && FileSystem.isDirectory(workRoot + $0) }
     }
 
-    /// Every agent's counts in a spool's ledger, for `status`.
-    static func readAll(spoolRoot: String) -> [QuotaUsage.Key: Int64] {
-        var total: [QuotaUsage.Key: Int64] = [:]
-        let folder = spoolRoot + "/quota"
-        for name in agentFiles(in: folder) {
-            for (key, bytes) in read(folder + "/" + name) ?? [:] { total[key, default: 0] += bytes }
-        }
-        return total
+    /// Every known agent's counts in a spool's ledger, each bounded at `now`, for `status`.
+    static func readAll(spoolRoot: String, bound: QuotaBound, now: Int64) -> [QuotaUsage.Key: Int64] {
+        others(in: spoolRoot + "/quota", except: "", bound: bound, now: now)
     }
 
     /// One ledger file's counts; nil when it cannot be read. Opened O_NOFOLLOW|O_NONBLOCK and
@@ -114,14 +169,16 @@ final class QuotaLedger {
         return parse(String(decoding: bytes, as: UTF8.self))
     }
 
+    /// A ledger file's counts, split on the bytes of newline and space (so that what `text`
+    /// writes reads back the same); malformed lines are skipped, sums saturate.
     static func parse(_ text: String) -> [QuotaUsage.Key: Int64] {
         var counts: [QuotaUsage.Key: Int64] = [:]
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count == 4, Config.Quota.Period(rawValue: String(fields[0])) != nil,
+        for line in text.utf8.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+            guard fields.count == 4, Config.Quota.Period(rawValue: fields[0]) != nil,
                   let bytes = Int64(fields[3]), bytes >= 0, bytes <= Units.maxSize else { continue }
-            let key = QuotaUsage.Key(period: "\(fields[0]) \(fields[1])", className: String(fields[2]))
-            counts[key] = min(Units.maxSize, counts[key, default: 0] + bytes)
+            let key = QuotaUsage.Key(period: "\(fields[0]) \(fields[1])", className: fields[2])
+            counts[key] = sum(counts[key, default: 0], bytes)
         }
         return counts
     }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The quota ledger's once-a-second exchange as a worker request (issue 23: nothing slow on the
 /// loop): this agent's counts written to its file (temp, rename) and every other agent's file
 /// read and summed. The loop adds its own counts, which it keeps in memory, to what comes back.
@@ -8,8 +10,8 @@ final class QuotaLedgerSync: WorkerTask {
     /// Why this agent's file could not be written, if it was not.
     private(set) var writeError: SystemError?
 
-    init(folder: String, agent: String, text: String?) {
-        request = Request(folder: folder, agent: agent, text: text)
+    init(folder: String, agent: String, text: String?, bound: QuotaBound) {
+        request = Request(folder: folder, agent: agent, text: text, bound: bound)
     }
 
     func received(_ answer: Answer) -> SystemError? {
@@ -28,6 +30,8 @@ final class QuotaLedgerSync: WorkerTask {
         let agent: String
         /// This agent's file as it must read now; nil when it has not changed.
         let text: String?
+        /// What another agent's count can be at most (`QuotaBound`).
+        let bound: QuotaBound
 
         func perform() -> Answer {
             var failure: SystemError?
@@ -38,7 +42,8 @@ final class QuotaLedgerSync: WorkerTask {
                     failure = error
                 }
             }
-            return Answer(others: QuotaLedger.others(in: folder, except: agent), writeError: failure)
+            let others = QuotaLedger.others(in: folder, except: agent, bound: bound, now: Int64(time(nil)))
+            return Answer(others: others, writeError: failure)
         }
     }
 }

@@ -29,7 +29,7 @@ public struct QuotaUsage: Equatable, Sendable {
             let period = periodKey(quota.period, on: today)
             let used = counts.reduce(Int64(0)) { sum, entry in
                 guard entry.key.period == period, quota.className == nil || quota.className == entry.key.className else { return sum }
-                return sum + max(0, entry.value)
+                return QuotaLedger.sum(sum, entry.value)
             }
             return QuotaUsage(quota: quota, period: period, used: used,
                               reset: calendar.instant(nextStart(quota.period, after: today), minute: 0))

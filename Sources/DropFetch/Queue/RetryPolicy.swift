@@ -2,7 +2,8 @@
 /// the next mirror of the round, a retry of the download after a delay, or the end. Pure.
 ///
 /// One attempt tries each mirror once, in order, starting at the mirror that wrote the partial
-/// data; `retry.attempts` counts attempts, the first included. A full disk is waited out however
+/// data; `retry.attempts` counts attempts that made no progress, the first included, and no
+/// download gets more than `maxAttemptsInAll` attempts in all. A full disk is waited out however
 /// many attempts that takes.
 enum RetryPolicy {
     struct Outcome: Sendable, Equatable {
@@ -21,7 +22,13 @@ enum RetryPolicy {
         var attempt: Int
         /// Whether an earlier mirror of this round failed in a way worth a retry.
         var earlierRetryable = false
+        /// Attempts begun so far, free ones (that made progress) included.
+        var attemptsInAll = 0
     }
+
+    /// Attempts a download gets at most, however many made progress: a server that trickles a
+    /// little per connection cannot keep a job retrying for ever.
+    static let maxAttemptsInAll = 100
 
     enum Decision: Sendable, Equatable {
         case nextMirror
@@ -39,7 +46,8 @@ enum RetryPolicy {
             break
         }
         if round.mirrorsTried < round.mirrorCount { return .nextMirror }
-        guard isRetryable(outcome, policy: policy) || round.earlierRetryable, round.attempt < policy.attempts else {
+        guard isRetryable(outcome, policy: policy) || round.earlierRetryable, round.attempt < policy.attempts,
+              round.attemptsInAll < maxAttemptsInAll else {
             return .fail
         }
         return .retry(after: Backoff.delay(attempt: round.attempt, policy: policy, retryAfter: outcome.retryAfter,

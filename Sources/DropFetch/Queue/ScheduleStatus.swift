@@ -35,7 +35,8 @@ public struct ScheduleStatus: Sendable {
     /// The state now, reading every ledger file in `<spool>/quota` (for `status`, without an agent).
     public static func read(config: Config, now: Int64) -> ScheduleStatus? {
         guard !config.schedule.isEmpty || !config.quotas.isEmpty else { return nil }
-        let counts = config.quotas.isEmpty ? [:] : QuotaLedger.readAll(spoolRoot: Agent.absolute(config.spool))
+        let counts = config.quotas.isEmpty ? [:] : QuotaLedger.readAll(spoolRoot: Agent.absolute(config.spool),
+                                                                                bound: QuotaBound(config: config), now: now)
         return ScheduleStatus(config: config, counts: counts, now: now, calendar: LocalCalendar())
     }
 

@@ -21,7 +21,7 @@ public enum SpoolControl {
         for folder in [spool.hold, spool.failed, spool.inbox] { try FileSystem.makeDirectories(folder) }
         switch action {
         case .hold:
-            let source = try find(job, in: inboxAndWork(spool), action: action)
+            let source = try find(job, in: inboxAndWork(spool), action: action, root: spool.root)
             let state = readState(besideJob: source, agent: spool.agentID)
             let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
             let holdFolder = folder.isEmpty ? spool.hold : spool.hold + "/" + folder
@@ -46,13 +46,13 @@ public enum SpoolControl {
             }
             return target
         case .release:
-            let source = try find(job, in: holdFolders(spool), action: action)
+            let source = try find(job, in: holdFolders(spool), action: action, root: spool.root)
             let relative = String(FileSystem.directoryName(of: source).dropFirst(spool.hold.count))
             let folder = spool.inbox + relative
             try FileSystem.makeDirectories(folder)
             return try release(source, into: folder, agent: spool.agentID)
         case .retry:
-            let source = try find(job, in: [spool.failed] + workFolders(spool), action: action)
+            let source = try find(job, in: [spool.failed] + workFolders(spool), action: action, root: spool.root)
             guard source.hasPrefix(spool.failed + "/") else { return try retryNow(source, spool: spool) }
             let name = FileSystem.baseName(of: source)
             // The old record goes aside before the job leaves: an agent that fails the job again at
@@ -133,7 +133,7 @@ public enum SpoolControl {
 
     /// Files the job in failed/ as `cancelled` and removes the partial data it owns.
     private static func cancel(_ typed: String, spool: Spool, config: Config) throws -> String {
-        let source = try find(typed, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel)
+        let source = try find(typed, in: inboxAndWork(spool) + holdFolders(spool), action: .cancel, root: spool.root)
         let name = FileSystem.baseName(of: source)
         let stateFile = readState(besideJob: source, agent: spool.agentID)
         let state = stateFile?.record
@@ -240,18 +240,14 @@ public enum SpoolControl {
         return relative == "." ? "" : relative
     }
 
+    /// hold/ and its routing folders, at every depth.
     private static func holdFolders(_ spool: Spool) -> [String] {
-        [spool.hold] + ((try? FileSystem.entries(of: spool.hold)) ?? [])
-            .filter { !$0.name.hasPrefix(".") && ($0.isDirectory ?? FileSystem.isDirectory(spool.hold + "/" + $0.name)) }
-            .map { spool.hold + "/" + $0.name }
+        JobLookup.folders(below: spool.hold)
     }
 
+    /// The inbox and its routing folders at every depth, then the work folders.
     private static func inboxAndWork(_ spool: Spool) -> [String] {
-        var folders = [spool.inbox]
-        folders += ((try? FileSystem.entries(of: spool.inbox)) ?? [])
-            .filter { !$0.name.hasPrefix(".") && ($0.isDirectory ?? FileSystem.isDirectory(spool.inbox + "/" + $0.name)) }
-            .map { spool.inbox + "/" + $0.name }
-        return folders + workFolders(spool)
+        JobLookup.folders(below: spool.inbox) + workFolders(spool)
     }
 
     private static func workFolders(_ spool: Spool) -> [String] {
@@ -260,9 +256,13 @@ public enum SpoolControl {
             .map { spool.workRoot + "/" + $0.name }
     }
 
-    private static func find(_ typed: String, in folders: [String], action: Action) throws -> String {
-        let places = folders.map { FileSystem.baseName(of: $0) }.joined(separator: ", ")
-        return try JobLookup.find(typed, in: folders, verb: action.rawValue, places: places)
+    private static func find(_ typed: String, in folders: [String], action: Action, root: String) throws -> String {
+        // The spool's folders searched (inbox, hold, failed, work), each named once.
+        var seen = Set<String>()
+        let places = folders.map { folder in
+            folder.hasPrefix(root + "/") ? String(folder.dropFirst(root.count + 1).prefix { $0 != "/" }) : FileSystem.baseName(of: folder)
+        }.filter { seen.insert($0).inserted }.joined(separator: ", ")
+        return try JobLookup.find(typed, in: folders, verb: action.rawValue, places: places, root: root)
     }
 
     /// rename(2) into `folder`, never replacing: `x.url`, else `x.1.url`, …

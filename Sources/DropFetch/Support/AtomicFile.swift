@@ -26,6 +26,23 @@ enum AtomicFile {
         if durable { try FileSystem.syncDirectory(FileSystem.directoryName(of: path)) }
     }
 
+    /// `write` through an open folder, never durable: the temp created there (O_EXCL, O_NOFOLLOW),
+    /// its mode set to `mode` with fchmod(2) whatever the umask, then renamed over `name`
+    /// (renameat(2)), so that no symlink swapped in for the folder or the file is followed.
+    static func write(_ bytes: [UInt8], named name: String, in folder: DirectoryHandle, mode: UInt32) throws(SystemError) {
+        let temp = "." + name + ".\(processID).tmp"
+        try folder.removeIfPresent(temp)
+        do {
+            let file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+            try file.setMode(mode)
+            try file.write(bytes)
+            try folder.rename(temp, to: name)
+        } catch {
+            try? folder.removeIfPresent(temp)
+            throw error
+        }
+    }
+
     /// The first half of `write`: `temp` created (O_EXCL) with `bytes`, fsynced when `durable`;
     /// removed again when that fails.
     static func writeTemp(_ bytes: [UInt8], at temp: String, mode: UInt32, durable: Bool) throws(SystemError) {

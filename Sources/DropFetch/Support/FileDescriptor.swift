@@ -22,6 +22,11 @@ final class FileDescriptor: Sendable {
         return FileDescriptor(rawValue: fd, path: path)
     }
 
+    /// fchmod(2): `mode` whatever the umask made of the mode the file was created with.
+    func setMode(_ mode: UInt32) throws(SystemError) {
+        _ = try retryingEINTR("fchmod", path) { fchmod(rawValue, mode_t(mode)) }
+    }
+
     /// Writes the whole buffer, looping over short writes (write(2)).
     func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) {
         var offset = 0

@@ -123,6 +123,10 @@ final class SegmentedDownload {
         case .failed(let failure):
             failures.append(failure)
             connections -= 1
+            // An error answer to a range request refuses the split: one connection from zero may still fetch it.
+            if let status = failure.httpStatus, status >= 400 {
+                restartReason = "a range request was answered with HTTP \(status)"
+            }
         case .redirect(_, let status):
             restartReason = "HTTP \(status) redirect to a segment's Range request"
         }

@@ -38,8 +38,12 @@ struct ScheduleStatusTests {
     }
 
     /// Two agents' ledger files, written as QuotaLedger writes them; yesterday's line does not count.
+    /// The agents have work folders: only known agents' ledgers count (issue 35).
     static func writeLedgers(_ fixture: SpoolFixture) throws {
         try FileManager.default.createDirectory(atPath: fixture.spool + "/quota", withIntermediateDirectories: true)
+        for agent in ["agent-a", "agent-b"] {
+            try FileManager.default.createDirectory(atPath: fixture.spool + "/work/" + agent, withIntermediateDirectories: true)
+        }
         let today = today()
         try "daily \(today) default 1000\ndaily \(today) iso 500\ndaily \(Self.today(offset: -1)) default 90000\n"
             .write(toFile: fixture.spool + "/quota/agent-a", atomically: true, encoding: .utf8)

@@ -179,6 +179,8 @@ struct ScheduleTests {
         #expect(try waitUntil { ["q1.bin", "q2.bin"].contains { (fixture.fileSize(fixture.partPath($0)) ?? 0) >= 150_000 } },
                 "\(fixture.log)")
         // Another agent's count of today: 800,000 bytes, and this one's 300,000 make more than 1 MiB.
+        // It has a work folder: only known agents' ledgers count (issue 35).
+        try FileManager.default.createDirectory(atPath: fixture.spool + "/work/agent-z", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: fixture.spool + "/quota", withIntermediateDirectories: true)
         try "daily \(ScheduleStatusTests.today()) default 800000\n"
             .write(toFile: fixture.spool + "/quota/agent-z", atomically: true, encoding: .utf8)
