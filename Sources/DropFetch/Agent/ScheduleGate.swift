@@ -144,7 +144,7 @@ final class ScheduleGate: AgentPart {
         for usage in fresh {
             let before = quotas.first { $0.quota == usage.quota }
             if usage.isReached, before?.isReached != true || before?.period != usage.period {
-                logger.info("quota reached: no new \(usage.quota.className.map { "transfer of class \($0)" } ?? "transfer") until \(Timestamp.format(seconds: usage.reset))",
+                logger.info("quota reached: no new \(usage.quota.className.map { "transfer of class \($0)" } ?? "transfer") until \(Timestamp.local(seconds: usage.reset))",
                             metadata: ["quota": "\(usage.quota.label)", "used": "\(usage.used)", "bytes": "\(usage.quota.bytes)",
                                        "running": "\(usage.quota.running.rawValue)"])
             } else if !usage.isReached, before?.isReached == true {
@@ -156,7 +156,7 @@ final class ScheduleGate: AgentPart {
 
     private func logWindows(_ fresh: ScheduleState, changed: Bool) {
         var metadata: Logger.Metadata = ["windows": "\(fresh.windows.isEmpty ? "none" : fresh.labels(config.schedule).joined(separator: "; "))"]
-        if let next = fresh.nextChange { metadata["next_change"] = "\(Timestamp.format(seconds: next))" }
+        if let next = fresh.nextChange { metadata["next_change"] = "\(Timestamp.local(seconds: next))" }
         if let rate = fresh.rateLimit { metadata["rate_limit"] = "\(rate)" }
         if let total = fresh.concurrency { metadata["concurrency"] = "\(total)" }
         if let pause = fresh.pause { metadata["pause"] = "\(pause == .all ? "true" : "new")" }
@@ -247,7 +247,7 @@ final class ScheduleGate: AgentPart {
     /// `run --once` left work waiting: says so when a window or a quota holds it back.
     func explainWaiting() {
         guard let (reason, until) = hold(className: "default") ?? quotas.first(where: \.isReached).map({ (.quota, $0.reset) }) else { return }
-        logger.notice("jobs left waiting: held back by the \(reason == .schedule ? "schedule" : "quota") until \(Timestamp.format(seconds: until))",
+        logger.notice("jobs left waiting: held back by the \(reason == .schedule ? "schedule" : "quota") until \(Timestamp.local(seconds: until))",
                       metadata: ["reason": "\(reason == .schedule ? "schedule" : "quota")"])
     }
 }

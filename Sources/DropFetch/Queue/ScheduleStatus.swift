@@ -120,8 +120,9 @@ public struct ScheduleStatus: Sendable {
         return facts
     }
 
-    /// `2027-06-10T22:00:00Z (in 2h05m)`.
+    /// `2027-06-11T00:00:00+02:00`: local time, as the windows are written, and absolute, so that
+    /// a page written while the agent idles does not go stale (issue 36).
     private func when(_ instant: Int64) -> String {
-        Timestamp.format(seconds: instant) + (instant > now ? " (in \(HumanUnits.duration(seconds: instant - now)))" : "")
+        Timestamp.local(seconds: instant)
     }
 }

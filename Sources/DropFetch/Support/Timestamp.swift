@@ -38,6 +38,23 @@ public enum Timestamp {
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
     }
 
+    /// Local time with its offset, RFC 3339 (`2026-11-28T15:00:00+01:00`, localtime_r(3) under
+    /// TZ): for what a person reads next to a schedule written in local time; JSON keeps UTC.
+    public static func local(seconds: Int64) -> String {
+        var value = time_t(seconds)
+        var parts = tm()
+        guard localtime_r(&value, &parts) != nil else { return format(seconds: seconds) }
+        func pad(_ number: Int, _ width: Int) -> String {
+            let text = String(number)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        let offset = Int(parts.tm_gmtoff)
+        let sign = offset < 0 ? "-" : "+"
+        return "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
+            + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2))"
+            + "\(sign)\(pad(abs(offset) / 3600, 2)):\(pad(abs(offset) % 3600 / 60, 2))"
+    }
+
     /// Parses the format above back into seconds since the epoch.
     public static func parse(_ text: String) -> Int64? {
         let digits = text.split(whereSeparator: { "-T:Z".contains($0) }).compactMap { Int32($0) }

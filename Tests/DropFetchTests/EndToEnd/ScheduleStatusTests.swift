@@ -92,6 +92,10 @@ struct ScheduleStatusTests {
         #expect(text.stdout.contains("window in force: daily 00:00-24:00"), "\(text)")
         #expect(text.stdout.contains("concurrency 3"), "\(text)")
         #expect(text.stdout.contains("next change: "), "\(text)")
+        // Where a person reads it: local time with its offset, absolute (issue 36; JSON keeps UTC).
+        #expect(text.stdout.range(of: #"next change: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d"#, options: .regularExpression) != nil, "\(text)")
+        #expect(text.stdout.range(of: #"resets \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d"#, options: .regularExpression) != nil, "\(text)")
+        #expect(!text.stdout.contains("(in "), "no relative time that goes stale: \(text)")
         #expect(text.stdout.contains("quota daily iso: 2.4 KiB used of 4.9 KiB, 2.4 KiB left"), "\(text)")
         #expect(text.stdout.contains("quota daily: 3.4 KiB used of 97.7 KiB, 94.2 KiB left"), "\(text)")
     }

@@ -110,7 +110,7 @@ struct ScheduleTests {
         #expect((250_000...520_000).contains(before), "before 08:00: \(before) B/s")
         #expect((50_000...150_000).contains(inside), "after 08:00: \(inside) B/s")
         let line = fixture.log.split(separator: "\n").first { $0.contains("schedule window change") }.map(String.init) ?? ""
-        #expect(line.contains("Mon-Fri 08:00-09:00") && line.contains("2027-11-08T08:00:00Z"), "\(line)")
+        #expect(line.contains("Mon-Fri 08:00-09:00") && line.contains("2027-11-08T09:00:00+01:00"), "\(line)")
     }
 
     @Test("on the DST day a 02:30 window starts at 03:00 CEST: the running download pauses; a reload without the window resumes it and the file is whole")
