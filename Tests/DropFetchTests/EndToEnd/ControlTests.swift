@@ -36,17 +36,7 @@ struct ControlTests {
         let kept = try #require(fixture.fileSize(part))
         #expect(kept >= 200_000 && kept < body.count)
         // status --json: the held job and its download wait for a release; nothing runs (issue 36).
-        let output = fixture.root.path + "/held-status.json"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SpoolFixture.binary)
-        process.arguments = ["status", "--json", "--config", fixture.configPath]
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output))) as? [String: Any])
-        let held = try #require((object["held"] as? [[String: Any]])?.first)
+        let held = try #require((try fixture.statusReport()["held"] as? [[String: Any]])?.first)
         #expect(held["job"] as? String == "h.url")
         #expect(held["state"] as? String == "queued")
         let download = try #require((held["downloads"] as? [[String: Any]])?.first)
