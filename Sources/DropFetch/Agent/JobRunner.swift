@@ -133,7 +133,7 @@ final class JobRunner: AgentPart {
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
             lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
         request.mirror = download.mirror
-        request.scheme = download.spec.parts[min(download.mirror, download.spec.parts.count - 1)]?.scheme ?? ""
+        request.scheme = download.spec.scheme(mirror: download.mirror)
         request.host = entry.host
         request.credentials = download.spec.credentials(forURL: download.currentURL)
         request.proxy = download.spec.proxy

@@ -125,7 +125,16 @@ public struct DownloadSpec: Sendable, Equatable {
 
     /// The host of mirror `mirror` (the last one past the end), lower-cased; empty when libcurl cannot parse it.
     func host(mirror: Int = 0) -> String {
-        parts.isEmpty ? "" : parts[min(max(mirror, 0), parts.count - 1)]?.host ?? ""
+        self.parts(mirror: mirror)?.host ?? ""
+    }
+
+    /// The scheme of mirror `mirror` (the last one past the end), lower-cased; empty when libcurl cannot parse it.
+    func scheme(mirror: Int = 0) -> String {
+        self.parts(mirror: mirror)?.scheme ?? ""
+    }
+
+    private func parts(mirror: Int) -> URLParts? {
+        parts.isEmpty ? nil : parts[min(max(mirror, 0), parts.count - 1)]
     }
 
     /// The subfolder of `destination` to save into (nil for `destination` itself): ``dir``, or

@@ -30,10 +30,6 @@ public enum Timestamp {
                 return at
             }
         }
-        func pad(_ number: Int32, _ width: Int) -> String {
-            let text = String(number)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
     }
@@ -44,15 +40,17 @@ public enum Timestamp {
         var value = time_t(seconds)
         var parts = tm()
         guard localtime_r(&value, &parts) != nil else { return format(seconds: seconds) }
-        func pad(_ number: Int, _ width: Int) -> String {
-            let text = String(number)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
         let offset = Int(parts.tm_gmtoff)
         let sign = offset < 0 ? "-" : "+"
-        return "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
-            + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2))"
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))"
             + "\(sign)\(pad(abs(offset) / 3600, 2)):\(pad(abs(offset) % 3600 / 60, 2))"
+    }
+
+    /// `number` in decimal, zero-padded to `width` digits (a wider number is written whole).
+    private static func pad<Number: BinaryInteger>(_ number: Number, _ width: Int) -> String {
+        let text = String(number)
+        return String(repeating: "0", count: max(0, width - text.count)) + text
     }
 
     /// Parses the format above back into seconds since the epoch.
