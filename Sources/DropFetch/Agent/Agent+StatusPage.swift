@@ -27,6 +27,6 @@ extension Agent {
 
     /// The last page of a run, written here: this agent shown as stopped.
     func writeFinalStatusPage() {
-        context.statusPage?.write(now: MonotonicClock.now(), statusPageGauges, config: context.config, stopping: true, on: nil)
+        context.statusPage?.write(now: clock.now(), statusPageGauges, config: context.config, stopping: true, on: nil)
     }
 }

@@ -59,9 +59,9 @@ public final class Agent {
     /// sd_notify(3) to systemd when `$NOTIFY_SOCKET` is set; read at the first use, in `run()`.
     lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
     /// When `run --once` began (monotonic ms): unsettled inbox files are waited for until `once_wait`.
-    private var startedAt = MonotonicClock.now()
+    private var startedAt: Int64 = 0
     private var lastScan: Int64 = 0
-    private var lastCleanup = MonotonicClock.now()
+    private var lastCleanup: Int64 = 0
 
     private var config: Config {
         _read { yield context.config }
@@ -71,9 +71,15 @@ public final class Agent {
     private var spool: Spool { context.spool }
     private var table: JobTable { context.table }
     private var multi: CurlMulti { context.multi }
+    var clock: AgentClock { context.clock }
 
     /// Prepares the agent; nothing touches the disk or the network until `run()`.
-    public init(config: Config, options: Options = Options(), logger: Logger) throws {
+    public convenience init(config: Config, options: Options = Options(), logger: Logger) throws {
+        try self.init(config: config, options: options, logger: logger, clock: AgentClock())
+    }
+
+    /// An agent on `clock`: the system's, or one a test drives.
+    init(config: Config, options: Options = Options(), logger: Logger, clock: AgentClock) throws {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
         let agentID = config.agentID ?? Agent.hostName()
         let root = Agent.absolute(config.spool)
@@ -82,7 +88,7 @@ public final class Agent {
         spool.crashPlan = crashPlan
         context = AgentContext(config: config, options: options, logger: logger, spool: spool, agentID: agentID,
                                destinationRoot: Agent.absolute(config.destination ?? root + "/downloads"),
-                               multi: try CurlMulti(), crashPlan: crashPlan)
+                               multi: try CurlMulti(), crashPlan: crashPlan, clock: clock)
         intake = JobIntake(context: context)
         runner = JobRunner(context: context)
         filer = JobFiler(context: context)
@@ -96,7 +102,7 @@ public final class Agent {
         schedule.filer = filer
         runner.schedule = schedule
         intake.runner = runner
-        intake.filer = filer
+        intake.publisher = publisher
         runner.intake = intake
         runner.filer = filer
         runner.names = names
@@ -153,11 +159,12 @@ public final class Agent {
         ])
         let stale = spool.removeStaleTemporaries()
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
-        startedAt = MonotonicClock.now()
+        startedAt = clock.now()
+        lastCleanup = startedAt
         if options.once { runner.onceDeadline = Agent.adding(startedAt, config.onceWait) }
         recovery.recover()
         intake.scanInbox()
-        lastScan = MonotonicClock.now()
+        lastScan = clock.now()
         schedule.configChanged()
         notifier?.ready()
         return loop()
@@ -187,8 +194,8 @@ public final class Agent {
             }
             schedule.refresh()
             if case .running = state { runner.startRunnable() }
-            // Jobs finished in the last turn go to the worker as one request (JobCompletion).
-            publisher.flush()
+            // The ends (publications, filings) of the last turn go to the worker as one request (JobFinish).
+            context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan, logger: logger)
             if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
@@ -213,23 +220,23 @@ public final class Agent {
             let workers = context.workers
             for worker in workers where isReady(worker.descriptor) { worker.collect() }
             // One budget for the ready steps of all workers, each first in turn, keeps the turn short.
-            let stepsDeadline = MonotonicClock.nanoseconds() + GroupCommit.readyStepsBudget
+            let stepsDeadline = clock.nanoseconds() + GroupCommit.readyStepsBudget
             for index in workers.indices { workers[(index + turn) % workers.count].runReadySteps(until: stepsDeadline) }
             turn &+= 1
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
-                lastWorkFolderRead = MonotonicClock.now()
+                lastWorkFolderRead = clock.now()
                 for name in workWatcher.drainDeparted() { runner.jobLeftWorkFolder(name) }
             }
             if let watcher, isReady(watcher.fileDescriptor) {
                 let changes = watcher.drain()
                 intake.noteReleasedStates(changes.releasedStates)
-                for path in changes.arrived { intake.index(path, arrival: Agent.wallNanoseconds(), settled: true) }
+                for path in changes.arrived { intake.index(path, arrival: clock.wallNanoseconds(), settled: true) }
                 if changes.needsRescan { intake.scanInbox() }
             }
             housekeeping()
-            let now = MonotonicClock.now()
+            let now = clock.now()
             progress?.reportIfDue(now: now, running: table.runningCount) {
                 ProgressReporter.snapshot(of: table, queued: runner.scheduler.readyCount, waiting: runner.scheduler.waitingCount)
             }
@@ -253,12 +260,12 @@ public final class Agent {
     private func watchesWorkFolderNow() -> Bool {
         guard workWatcher != nil else { return false }
         if context.finishSteps.isIdle, context.groupCommit.isIdle { return true }
-        return MonotonicClock.now() - lastWorkFolderRead >= Agent.quietWorkFolder
+        return clock.now() - lastWorkFolderRead >= Agent.quietWorkFolder
     }
 
     /// How long until the work folder's watch is polled again, while it waits (ms).
     private func workFolderWait() -> Int {
-        Int(max(0, lastWorkFolderRead + Agent.quietWorkFolder - MonotonicClock.now()))
+        Int(max(0, lastWorkFolderRead + Agent.quietWorkFolder - clock.now()))
     }
 
     /// How long the work folder's watch may wait while the agent's own filings run (ms).
@@ -269,7 +276,7 @@ public final class Agent {
     private func onceRunIsOver() -> Bool {
         guard table.runningCount == 0, !runner.isHashing, runner.scheduler.readyCount == 0,
               context.workers.allSatisfy(\.isIdle) else { return false }
-        let now = MonotonicClock.now()
+        let now = clock.now()
         let horizon = Agent.adding(now, config.onceWait)
         if let due = runner.scheduler.nextDue, due <= horizon { return false }
         if let due = table.nextFilingDue, due <= horizon { return false }
@@ -288,7 +295,7 @@ public final class Agent {
     }
 
     func writeMetrics() {
-        context.metrics?.write(now: MonotonicClock.now(), metricsGauges)
+        context.metrics?.write(now: clock.now(), metricsGauges)
     }
 
     /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
@@ -316,14 +323,14 @@ public final class Agent {
     /// transfer's bucket refilling, the state refresh while transfers run, or the next rescan; an
     /// idle agent sleeps until one of them.
     private func pollTimeout() -> Int {
-        let now = MonotonicClock.now()
+        let now = clock.now()
         var deadline = Int64.max
         if table.runningCount > 0 { deadline = runner.lastStateRefresh + 1000 }
         if let due = runner.scheduler.nextDue { deadline = min(deadline, due) }
         if let due = table.nextFilingDue { deadline = min(deadline, due) }
         if let due = notifier?.nextDeadline { deadline = min(deadline, due) }
         if let settle = intake.inbox.nextSettleCheck {
-            deadline = min(deadline, now + max(0, (settle - Agent.wallNanoseconds()) / 1_000_000) + 1)
+            deadline = min(deadline, now + max(0, (settle - clock.wallNanoseconds()) / 1_000_000) + 1)
         }
         if let wake = bandwidth.nextWake(now: now) { deadline = min(deadline, wake) }
         if let change = schedule.nextWake() { deadline = min(deadline, change) }
@@ -343,14 +350,14 @@ public final class Agent {
 
     private func housekeeping() {
         context.hooks.reap()
-        let now = MonotonicClock.now()
+        let now = clock.now()
         if table.runningCount > 0, now - runner.lastStateRefresh >= 1000 {
             runner.lastStateRefresh = now
             bandwidth.meterTransfers(now: now)
             filer.refreshStateFiles()
         }
-        for (job, record) in table.filingDue(now: now) { filer.file(job, record) }
-        if intake.inbox.nextSettleCheck.map({ $0 <= Agent.wallNanoseconds() }) == true { intake.recheckUnsettled() }
+        for (job, record) in table.filingDue(now: now) { publisher.file(job, record) }
+        if intake.inbox.nextSettleCheck.map({ $0 <= clock.wallNanoseconds() }) == true { intake.recheckUnsettled() }
         if now - lastCleanup >= 3_600_000 {
             lastCleanup = now
             spool.removeStaleTemporaries()
@@ -371,12 +378,6 @@ public final class Agent {
     static func adding(_ start: Int64, _ duration: Duration) -> Int64 {
         let (sum, overflow) = start.addingReportingOverflow(Int64(duration.milliseconds))
         return overflow ? .max : sum
-    }
-
-    static func wallNanoseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     private func handle(_ received: [SignalSource.Signal]) {

@@ -20,6 +20,8 @@ final class AgentContext {
     var statusPage: StatusPageFile?
     /// Every job this agent owns and every transfer it runs.
     let table = JobTable()
+    /// The one clock the agent's parts read (monotonic and wall): the system's, or a test's.
+    let clock: AgentClock
     /// How much each loop turn may receive.
     let receiveBudget = ReceiveBudget()
     /// Where fsyncs wait to be done together, off the loop thread.
@@ -30,13 +32,15 @@ final class AgentContext {
     let startSteps: GroupCommit
     /// Where publishing renames and filing moves run, off the loop thread.
     let finishSteps: GroupCommit
+    /// The ends (publications, filings) asked for during this loop turn, sent to `finishSteps` at its end.
+    let finishes = FinishBatch()
     /// All three, in the order the loop serves them (made once: the loop reads it several times a turn).
     let workers: [GroupCommit]
     /// False once a stop was asked for: nothing new is indexed or started.
     var acceptsWork = true
 
     init(config: Config, options: Agent.Options, logger: Logger, spool: Spool, agentID: String,
-         destinationRoot: String, multi: CurlMulti, crashPlan: CrashPlan?) {
+         destinationRoot: String, multi: CurlMulti, crashPlan: CrashPlan?, clock: AgentClock = AgentClock()) {
         self.config = config
         self.options = options
         self.logger = logger
@@ -45,6 +49,7 @@ final class AgentContext {
         self.destinationRoot = destinationRoot
         self.multi = multi
         self.crashPlan = crashPlan
+        self.clock = clock
         hooks = HookRunner(logger: logger)
         groupCommit = GroupCommit(durable: config.fsync) { error in
             logger.warning("fsyncs run on the event loop: the sync worker cannot be used: \(error)")
@@ -83,5 +88,6 @@ extension AgentPart {
     var table: JobTable { context.table }
     var multi: CurlMulti { context.multi }
     var crashPlan: CrashPlan? { context.crashPlan }
+    var clock: AgentClock { context.clock }
     var agentID: String { context.agentID }
 }

@@ -50,7 +50,7 @@ final class BandwidthControl: AgentPart {
         var result: [Int: MeteredTransfer] = [:]
         for (transfer, unit) in table.allTransfers {
             let job = table.job(unit.job)
-            let ownLimit = job?.downloads[unit.download].spec.maxDownloadLimit.map { max($0, DownloadSpec.minimumDownloadLimit) }
+            let ownLimit = job?.spec.downloads[unit.download].maxDownloadLimit.map { max($0, DownloadSpec.minimumDownloadLimit) }
             result[transfer.easy.key] = MeteredTransfer(transfer: transfer, connections: table.connections(ofDownload: transfer.easy.key),
                                                         className: job?.record.className ?? "default",
                                                         job: job, download: unit.download, ownLimit: ownLimit)
@@ -64,7 +64,7 @@ final class BandwidthControl: AgentPart {
     /// and on a config reload. While no limit is configured or in force it only meters.
     func applyRateLimits() {
         if !bandwidth.isActive, !configuresLimits, meterUnlimited() { return }
-        let now = MonotonicClock.now()
+        let now = clock.now()
         let running = meteredTransfers()
         bandwidth.setLimits(limitsInForce ?? BandwidthBudget.Limits(config))
         var started: [Int] = []
@@ -132,10 +132,10 @@ final class BandwidthControl: AgentPart {
     /// a transfer that started has a `max-download-limit` of its own.
     private func meterUnlimited() -> Bool {
         for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
-            if let limit = table.job(unit.job)?.downloads[unit.download].spec.maxDownloadLimit, limit > 0 { return false }
+            if let limit = table.job(unit.job)?.spec.downloads[unit.download].maxDownloadLimit, limit > 0 { return false }
         }
         if !bandwidth.isEmpty { bandwidth = BandwidthBudget() }
-        let now = MonotonicClock.now()
+        let now = clock.now()
         for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
             transferMeter.forget(transfer.easy.key)
             transferMeter.track(transfer.easy.key, transfer, className: table.job(unit.job)?.record.className ?? "default",
@@ -172,7 +172,7 @@ final class BandwidthControl: AgentPart {
         }
         if transfer.admit == nil {
             transfer.admit = { [unowned self] bytes in
-                self.bandwidth.admit(key, bytes: bytes, now: MonotonicClock.now())
+                self.bandwidth.admit(key, bytes: bytes, now: self.clock.now())
             }
         }
         if configured > 0, let share = bandwidth.evenShare(of: key) {
@@ -186,7 +186,7 @@ final class BandwidthControl: AgentPart {
     /// their write callbacks and pause them again at once). Does nothing while no transfer is limited.
     func resumeThrottledTransfers() {
         guard bandwidth.isActive else { return }
-        let now = MonotonicClock.now()
+        let now = clock.now()
         bandwidth.rebalanceIfDue(now: now)
         let due = bandwidth.takeResumable(now: now)
         guard !due.isEmpty else { return }

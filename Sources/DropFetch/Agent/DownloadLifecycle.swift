@@ -159,6 +159,8 @@ struct DownloadLifecycle {
     private(set) var runStartBytes: Int64?
     /// Whether the download may be split over several connections: not once a segment was refused.
     private(set) var maySplit = true
+    /// Phase changes so far: a worker's answer is for the phase it was asked in (`Job.Token`).
+    private(set) var step = 0
 
     /// How much an attempt must add to the `.part` to cost no attempt: a server that sends a byte
     /// and resets cannot keep a download retrying for ever (each free attempt adds at least this,
@@ -182,6 +184,8 @@ struct DownloadLifecycle {
     /// phase (a late answer for a download that moved on) changes nothing and asks for nothing.
     @discardableResult
     mutating func handle(_ event: Event) -> [Effect] {
+        let before = phase
+        defer { if phase != before { step &+= 1 } }
         switch event {
         case .reserving:
             phase = .reserving

@@ -1,7 +1,7 @@
 import Glibc
 
-/// Filing: a finished job's status file into done/ or failed/ and the job beside it (retried
-/// until it succeeds), its hooks, and the state files of running jobs.
+/// What follows a job's filing (`JobPublisher.file`): logs, metrics, hooks, and a failed filing
+/// retried until it succeeds; and the state files of running jobs.
 final class JobFiler: AgentPart {
     let context: AgentContext
     /// Some job handled by this run failed or was cancelled (exit 1 for `run --once`).
@@ -10,66 +10,6 @@ final class JobFiler: AgentPart {
 
     init(context: AgentContext) {
         self.context = context
-    }
-
-    /// Files a job that never queued (invalid, unsupported) in failed/.
-    func fileImmediately(_ workName: String, _ base: StatusRecord, _ failure: Failure) {
-        let record = Job.refusedRecord(base, failure)
-        let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: record.job, claim: 0),
-                      spec: JobSpec(downloads: []), record: record, arrival: 0)
-        table.add(job)
-        file(job, record)
-    }
-
-    /// Files a job whose downloads are all over, in done/ or failed/.
-    func fileJob(_ job: Job) {
-        file(job, job.finalRecord())
-    }
-
-    /// The finish protocol (docs/spool.md) off the loop: the status written and made durable (the
-    /// group commit) → put in place in done/ or failed/ with the job file beside it (`SpoolFiling`)
-    /// → both folders durable → announced. When a step fails (ENOSPC, EIO) the job stays claimed
-    /// and filing is retried with backoff, never forgotten.
-    func file(_ job: Job, _ record: StatusRecord) {
-        guard !table.isCommitting(job) else { return }
-        table.committing(job)
-        let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
-        let filing = SpoolFiling(record, as: record.state == .done ? .done : .failed, from: spool.work + "/" + job.workName,
-                                 claim: job.owner.claim, in: spool, publishedRecords: published,
-                                 removesState: job.stateFileMayExist)
-        context.groupCommit.sync([.newFile(path: filing.temp, bytes: record.encoded(), mode: 0o644)]) { [self] error in
-            if let error {
-                try? FileSystem.removeIfPresent(filing.temp)
-                return filingFailed(job, record, error)
-            }
-            context.finishSteps.sync([.task(filing)]) { [self] _ in
-                switch filing.ending {
-                case .filed(let filed):
-                    spool.noteFiled(filed)
-                    moved(job, filing, to: filed.jobPath)
-                case .left:
-                    leftBeforeFiling(job, record)
-                case .failed(let error):
-                    filingFailed(job, record, error)
-                }
-            }
-        }
-    }
-
-    /// Filed: announced once done/ (or failed/) and the work folder are durable.
-    private func moved(_ job: Job, _ filing: SpoolFiling, to jobPath: String) {
-        let folders: [DirectoryHandle]
-        do {
-            folders = try spool.filedFolders(filing.outcome, from: filing.source)
-        } catch {
-            logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
-            return filed(job, filing.status, at: jobPath)
-        }
-        context.groupCommit.sync(folders.map { .folder($0) }) { [self] error in
-            // The moves are done; a folder that cannot be synced is reported, not undone.
-            if let error { logger.error("the filing of \(job.workName) may not survive a power cut: \(error)") }
-            filed(job, filing.status, at: jobPath)
-        }
     }
 
     /// Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records that
@@ -117,7 +57,7 @@ final class JobFiler: AgentPart {
         let failures = table.filingFailures(of: job) + 1
         let delay = Int64(Backoff.spoolStep(failures: failures, initial: .milliseconds(500)).milliseconds)
         logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])
-        table.filingFailed(job, record: record, retryAt: MonotonicClock.now() + delay)
+        table.filingFailed(job, record: record, retryAt: clock.now() + delay)
     }
 
     /// Runs `hooks.on_done` or `hooks.on_failed` for a filed job (docs/config.md, hooks).
@@ -149,8 +89,8 @@ final class JobFiler: AgentPart {
                 context.groupCommit.sync([.data(part.file)]) { [table] error in
                     // Not once the part is being published: its filing names the record file to
                     // remove only if it exists by then (a new part has none until needed).
-                    guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part,
-                          job.downloads[unit.download].phase != .publishing, !table.isCommitting(job) else { return }
+                    guard error == nil, let job = table.job(unit.job), job.part(of: unit.download) === part,
+                          job.phase(of: unit.download) != .publishing, !table.isCommitting(job) else { return }
                     try? part.recordDurable(size, cuts: cuts)
                 }
             }
@@ -175,8 +115,8 @@ final class JobFiler: AgentPart {
         crashPlan?.reach(.piecesRecorded)
         let cuts = part.cuts
         context.groupCommit.sync([.data(part.file)]) { [table] error in
-            guard error == nil, let job = table.job(unit.job), job.downloads[unit.download].part === part,
-                  job.downloads[unit.download].phase != .publishing, !table.isCommitting(job) else { return }
+            guard error == nil, let job = table.job(unit.job), job.part(of: unit.download) === part,
+                  job.phase(of: unit.download) != .publishing, !table.isCommitting(job) else { return }
             try? part.recordSynced(pieces: map, cuts: cuts)
         }
     }
@@ -188,7 +128,7 @@ final class JobFiler: AgentPart {
         guard !table.isCommitting(job) else { return }
         let workName = job.workName
         let path = spool.statePath(for: workName)
-        job.noteStateWritten()
+        job.handle(.stateWritten)
         context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table, spool] error in
             if let error { return logger.error("cannot write the state of \(workName): \(error)") }
             if let current = table.job(workName: workName) {

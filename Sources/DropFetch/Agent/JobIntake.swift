@@ -7,7 +7,7 @@ final class JobIntake: AgentPart {
     /// What waits in the inbox, unclaimed.
     private(set) var inbox = InboxIndex()
     unowned var runner: JobRunner!
-    unowned var filer: JobFiler!
+    unowned var publisher: JobPublisher!
 
     init(context: AgentContext) {
         self.context = context
@@ -27,7 +27,7 @@ final class JobIntake: AgentPart {
     /// index order, so the queue is as if sorted by (mtime, path) without holding every file's
     /// hints at once.
     func scanInbox() {
-        let now = Agent.wallNanoseconds()
+        let now = clock.wallNanoseconds()
         let scan = spool.scanInboxReporting(withTimes: false)
         noteScanProblems(scan)
         releasedStates.formUnion(scan.releasedStates)
@@ -71,7 +71,7 @@ final class JobIntake: AgentPart {
 
     /// Scanned files that were still changing: indexed if settled since, else watched again.
     func recheckUnsettled() {
-        let now = Agent.wallNanoseconds()
+        let now = clock.wallNanoseconds()
         for path in inbox.takeUnsettled(dueBy: now) {
             guard let info = try? FileSystem.lstatus(spool.inbox + "/" + path) else { continue }
             let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
@@ -212,7 +212,7 @@ final class JobIntake: AgentPart {
         inbox.add(candidate.path, id: id, arrival: candidate.arrival)
         var retry = entry
         retry.unit = Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob)
-        runner.scheduler.enqueue(retry, due: MonotonicClock.now() + delay)
+        runner.scheduler.enqueue(retry, due: clock.now() + delay)
     }
 
     /// Failed claims in a row, by inbox path (the delay before the next try grows with them).
@@ -234,7 +234,7 @@ final class JobIntake: AgentPart {
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
     func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
                recovered: Bool = false, contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
-        let now = Timestamp.now()
+        let now = Timestamp.format(seconds: clock.wallSeconds())
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
         record.folder = folder
@@ -250,14 +250,14 @@ final class JobIntake: AgentPart {
             return logger.error("cannot read job file (read again at the next scan or run): \(error)",
                                 metadata: ["job": "\(jobName)"])
         case .failure(.invalid(let error)):
-            return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+            return publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
         case .success(var contents):
             claim = contents.inode
             // Parsed by the index or the claim's worker already, unless recovery read it.
             switch contents.parse() {
             case .success(let parsed): spec = parsed
             case .failure(let error):
-                return filer.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+                return publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
             }
         }
         record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
@@ -265,7 +265,7 @@ final class JobIntake: AgentPart {
         switch JobAcceptance.check(spec, folder: folder, config: config) {
         case .success(let found): accepted = found
         case .failure(let refusal):
-            return filer.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
+            return publisher.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
         }
         record.className = accepted.className
         record.priority = accepted.priority
@@ -274,14 +274,14 @@ final class JobIntake: AgentPart {
         // A claim writes a state first for a job from a routing folder or under another name (SpoolClaim).
         let claimWroteState = !folder.isEmpty || workName != jobName
         let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
-                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil || claimWroteState)
+                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil || claimWroteState, clock: clock)
         table.add(job)
         if let previous { restore(job, from: previous) }
-        if job.isFinished { return filer.fileJob(job) }
+        if job.isFinished { return publisher.fileJob(job) }
         let due = previous?.retryAt.flatMap(Timestamp.parse).map { wall in
-            MonotonicClock.now() + max(0, wall - Int64(time(nil))) * 1000
+            clock.now() + max(0, wall - clock.wallSeconds()) * 1000
         }
-        for index in job.downloads.indices where !job.downloads[index].isFinished {
+        for index in job.downloads.indices where !job.isFinished(index) {
             if let due {
                 runner.carryOut(job.apply(.waitsFromEarlierRun(until: due), to: index), job, index)
             } else {

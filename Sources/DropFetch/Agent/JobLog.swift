@@ -10,7 +10,7 @@ enum JobLog {
     static func started(_ job: Job, _ index: Int, from offset: Int64, logger: Logger) {
         // The fields cost a dozen strings: built only when the line is written.
         guard logger.logLevel <= .info else { return }
-        let download = job.downloads[index]
+        let download = job.download(index)
         var fields: Logger.Metadata = [
             "job": "\(job.record.job)", "url": "\(Redaction.url(download.currentURL))",
             "attempt": "\(download.attempt)",

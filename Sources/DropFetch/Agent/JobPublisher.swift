@@ -1,10 +1,10 @@
 import Glibc
 
-/// Gives a complete `.part` its final name: a job's last download together with the job's filing,
-/// as one `JobCompletion` request per loop turn; any other through the group commit, data durable →
-/// folder checked to be still below the destination root → rename under `on_conflict` (on the
-/// finish-steps worker, `PartPublication`) → folder durable, then the job's state saved. No fsync
-/// and no rename runs on the loop thread.
+/// The one finish path (issue 34): a complete `.part` given its final name, a job filed, or both
+/// at once when the job's last download completes, each as one `JobFinish` item sent with the
+/// others of its loop turn: data durable → folder checked to be still below the destination root
+/// → rename under `on_conflict` → folder durable → status durable → filed beside the job file →
+/// spool folders durable (docs/spool.md). No fsync and no rename runs on the loop thread.
 final class JobPublisher: AgentPart {
     let context: AgentContext
     unowned var runner: JobRunner!
@@ -15,27 +15,91 @@ final class JobPublisher: AgentPart {
         self.context = context
     }
 
+    /// The transfer of download `index` is complete: published, and the job filed with it when
+    /// it is the last download still open.
     func publish(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
         job.apply(.publishing, to: index)
-        let isLast = job.downloads.indices.allSatisfy { $0 == index || job.downloads[$0].isFinished }
-        if isLast, !table.isCommitting(job) { return complete(part, result, job, index) }
-        context.groupCommit.sync([.file(part.file)]) { [self] error in
-            guard isPublishing(part, of: job, index) else { return }
-            if let error { return failed(job, index, result, Failure(PartPublication.kind(of: error), error.description)) }
-            crashPlan?.reach(.dataComplete)
-            rename(part, result, job, index)
+        let token = job.token(index)
+        guard let publication = publication(of: part, result, job, index) else { return }
+        let isLast = job.downloads.indices.allSatisfy { $0 == index || job.isFinished($0) }
+        var filing: (request: SpoolFiling, folders: [DirectoryHandle])?
+        if isLast, !table.isCommitting(job) {
+            let record = job.finalRecord(completing: index, file: part.folder.path + "/" + publication.request.target,
+                                         result: result)
+            filing = plan(job, record, markedPart: (part.file, index, part.folder),
+                          publishedRecord: part.hasRecordFile ? (part.folder, part.recordName) : nil)
+            table.committing(job)
+        }
+        let item = JobFinish.Item(part: JobFinish.Part(data: part.file, publication: publication.request, index: index),
+                                  filing: filing?.request, spoolFolders: filing?.folders ?? [])
+        context.finishes.add(item) { [self] ending in
+            finished(ending, part, publication, result, job, token, filing: filing != nil)
         }
     }
 
-    /// Whether the download still waits to publish `part` (it was not held, cancelled or removed meanwhile).
-    private func isPublishing(_ part: PartFile, of job: Job, _ index: Int) -> Bool {
-        table.job(job.id) === job && job.downloads[index].phase == .publishing && job.downloads[index].part === part
+    /// Files a job that never queued (invalid, unsupported) in failed/.
+    func fileImmediately(_ workName: String, _ base: StatusRecord, _ failure: Failure) {
+        let record = Job.refusedRecord(base, failure, wall: clock.wallSeconds())
+        let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: record.job, claim: 0),
+                      spec: JobSpec(downloads: []), record: record, arrival: 0, clock: clock)
+        table.add(job)
+        file(job, record)
+    }
+
+    /// Files a job whose downloads are all over, in done/ or failed/.
+    func fileJob(_ job: Job) {
+        file(job, job.finalRecord())
+    }
+
+    /// Files a job whose downloads are all over (or that never queued) under `record`: its
+    /// status durable, put in place in done/ or failed/ with the job file beside it, both
+    /// folders durable, announced. When a step fails (ENOSPC, EIO) the job stays claimed and
+    /// filing is retried with backoff, never forgotten.
+    func file(_ job: Job, _ record: StatusRecord) {
+        guard !table.isCommitting(job) else { return }
+        table.committing(job)
+        let filing = plan(job, record, markedPart: nil, publishedRecord: nil)
+        context.finishes.add(JobFinish.Item(part: nil, filing: filing.request, spoolFolders: filing.folders)) { [self] ending in
+            switch ending {
+            case .filed(_, let filedRecord, let filed):
+                spool.noteFiled(filed)
+                filer.filed(job, filedRecord, at: filed.jobPath)
+            case .left(_, let leftRecord):
+                filer.leftBeforeFiling(job, leftRecord)
+            case .filingFailed(_, let failedRecord, let error):
+                filer.filingFailed(job, failedRecord, error)
+            case .notPublished, .published:
+                // Asked for no part: cannot happen; the job is filed again later.
+                filer.filingFailed(job, record, SystemError(code: EINVAL, operation: "file"))
+            }
+        }
+    }
+
+    /// The filing of `job` under `record` and the spool folders to sync after it.
+    private func plan(_ job: Job, _ record: StatusRecord, markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)?,
+                      publishedRecord: (folder: DirectoryHandle, name: String)?)
+        -> (request: SpoolFiling, folders: [DirectoryHandle]) {
+        let outcome: Spool.Outcome = record.state == .done ? .done : .failed
+        let source = spool.work + "/" + job.workName
+        let folders: [DirectoryHandle]
+        do {
+            folders = try spool.filedFolders(outcome, from: source)
+        } catch {
+            // The moves are still made; a folder that cannot be synced is reported, not undone.
+            logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
+            folders = []
+        }
+        let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
+        let request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
+                                          publishedRecords: published + (publishedRecord.map { [$0] } ?? []),
+                                          removesState: job.stateFileMayExist, markedPart: markedPart)
+        return (request, folders)
     }
 
     /// The name a complete `.part` is published under: its own, or with `content_disposition: true`
     /// and no `out=`, the server's (sanitised).
     private func target(of part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) -> String {
-        if config.contentDisposition, job.downloads[index].spec.out == nil,
+        if config.contentDisposition, job.spec.downloads[index].out == nil,
            let header = result.contentDisposition, let name = FileName.fromContentDisposition(header) {
             return name
         }
@@ -58,23 +122,6 @@ final class JobPublisher: AgentPart {
         return publication
     }
 
-    private func rename(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
-        guard let publication = publication(of: part, result, job, index) else { return }
-        context.finishSteps.sync([.task(publication)]) { [self] _ in
-            // Held meanwhile: the file keeps its record, which proves it is the job's (`discard` for a cancel).
-            guard isPublishing(part, of: job, index) else {
-                publications[ObjectIdentifier(part)] = nil
-                return
-            }
-            switch publication.ending {
-            case .published(let target): syncFolder(part, as: target, result, job, index)
-            case .failed(let failure):
-                publications[ObjectIdentifier(part)] = nil
-                failed(job, index, result, failure)
-            }
-        }
-    }
-
     /// Publications on their way, by part, until the published name is durable.
     private var publications: [ObjectIdentifier: PartPublication] = [:]
 
@@ -85,19 +132,8 @@ final class JobPublisher: AgentPart {
         context.finishSteps.sync([.task(PartRemoval(part, publication: publication))]) { _ in }
     }
 
-    /// The published name made durable (the folder's fsync), then the download is done.
-    private func syncFolder(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int) {
-        context.groupCommit.sync([.folder(part.folder)]) { [self] error in
-            publications[ObjectIdentifier(part)] = nil
-            guard isPublishing(part, of: job, index) else { return }
-            // The file has its name: a retry would write into it, so a failed sync is reported, not retried.
-            if let error { logger.error("the name of \(part.folder.path)/\(target) may not survive a power cut: \(error)") }
-            published(part, as: target, result, job, index)
-        }
-    }
-
     /// The download is done under `target`; `settle` files the job or saves its state (not when
-    /// a `JobCompletion` filed it already).
+    /// its `JobFinish` filed it already).
     private func published(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int,
                            settle: Bool = true) {
         let effects = job.apply(.published(file: part.folder.path + "/" + target, result: result), to: index)
@@ -105,87 +141,36 @@ final class JobPublisher: AgentPart {
         // The record proves the published file is this job's until the job's own record says so.
         job.notePublished(part.hasRecordFile ? (part.folder, part.recordName, part.record) : nil, for: index)
         guard settle else { return }
-        crashPlan?.reach(.published)
         runner.carryOut(effects, job, index)
     }
 
-    // MARK: - The last download of a job: published and filed in one step
-
-    /// Jobs whose last transfer completed in this loop turn, sent together as one `JobCompletion`.
-    private var completions: [Completion] = []
-
-    /// A job whose completion is on its way: its part, the publication (for a removal queued
-    /// behind it), and what the worker gets.
-    private struct Completion {
-        let item: JobCompletion.Item
-        let part: PartFile
-        let publication: PartPublication
-        let job: Job
-        let result: TransferResult
-    }
-
-    /// The job's last download is complete: publishing and filing go to the worker as one request
-    /// (sent by `flush` at the end of the loop turn), the job committing meanwhile.
-    private func complete(_ part: PartFile, _ result: TransferResult, _ job: Job, _ index: Int) {
-        guard let publication = publication(of: part, result, job, index) else { return }
-        let record = job.finalRecord(completing: index, file: part.folder.path + "/" + publication.request.target,
-                                         result: result)
-        let outcome: Spool.Outcome = record.state == .done ? .done : .failed
-        let source = spool.work + "/" + job.workName
-        let spoolFolders: [DirectoryHandle]
-        do {
-            spoolFolders = try spool.filedFolders(outcome, from: source)
-        } catch {
-            logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
-            spoolFolders = []
-        }
-        let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
-        let filing = SpoolFiling.Request(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
-                                         publishedRecords: published + (part.hasRecordFile ? [(part.folder, part.recordName)] : []),
-                                         removesState: job.stateFileMayExist, markedPart: (part.file, index, part.folder))
-        let item = JobCompletion.Item(data: part.file, publication: publication.request, index: index, filing: filing,
-                                      spoolFolders: spoolFolders)
-        table.committing(job)
-        completions.append(Completion(item: item, part: part, publication: publication, job: job, result: result))
-    }
-
-    /// Sends this turn's completions to the finish-steps worker as one batch; each job goes on
-    /// in its own step when the batch is back.
-    func flush() {
-        guard !completions.isEmpty else { return }
-        let batch = JobCompletion(completions.map(\.item), durable: config.fsync, crashPlan: crashPlan)
-        let pending = completions
-        completions = []
-        for (position, completion) in pending.enumerated() {
-            context.finishSteps.sync([.task(batch)]) { [self] _ in
-                if position == 0 {
-                    for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
-                }
-                completed(batch.endings[position], completion)
-            }
-        }
-    }
-
-    /// Goes on from a job's completion: filed and announced; or the attempt ends unpublished; or
-    /// the job left meanwhile; or filing failed and is retried.
-    private func completed(_ ending: JobCompletion.Ending, _ completion: Completion) {
-        let (part, job, result, index) = (completion.part, completion.job, completion.result, completion.item.index)
+    /// Goes on from a part's end: published (and the job filed, when this end was to file it);
+    /// or the attempt ends unpublished; or the job left meanwhile; or filing failed and is retried.
+    private func finished(_ ending: JobFinish.Ending, _ part: PartFile, _ publication: PartPublication,
+                          _ result: TransferResult, _ job: Job, _ token: Job.Token, filing: Bool) {
         publications[ObjectIdentifier(part)] = nil
+        let index = token.download
+        // Whether the download still waits to publish `part` (it was not held, cancelled or removed meanwhile).
+        let stillPublishing = table.current(token) != nil
         let name: String
         let record: StatusRecord
         switch ending {
         case .notPublished(let failure):
-            table.stoppedCommitting(job)
-            guard isPublishing(part, of: job, index) else { return }
+            if filing { table.stoppedCommitting(job) }
+            guard stillPublishing else { return }
             return failed(job, index, result, failure)
+        case .published(let publishedName):
+            // Held meanwhile: the file keeps its record, which proves it is the job's (`discard` for a cancel).
+            guard stillPublishing else { return }
+            return published(part, as: publishedName, result, job, index)
         case .filed(let filedName, let filedRecord, let filed):
             spool.noteFiled(filed)
-            published(part, as: filedName, result, job, index, settle: false)
+            published(part, as: filedName ?? part.finalName, result, job, index, settle: false)
             return filer.filed(job, filedRecord, at: filed.jobPath)
         case .left(let leftName, let leftRecord):
-            (name, record) = (leftName, leftRecord)
+            (name, record) = (leftName ?? part.finalName, leftRecord)
         case .filingFailed(let failedName, let failedRecord, let error):
-            published(part, as: failedName, result, job, index, settle: false)
+            published(part, as: failedName ?? part.finalName, result, job, index, settle: false)
             return filer.filingFailed(job, failedRecord, error)
         }
         // The job left before it was filed: kept with its published file when it waits in hold/ or
@@ -193,7 +178,7 @@ final class JobPublisher: AgentPart {
         published(part, as: name, result, job, index, settle: false)
         let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
         if place == .hold || place == .inbox { return filer.leftBeforeFiling(job, record) }
-        context.finishSteps.sync([.task(PartRemoval(part, publication: completion.publication))]) { _ in }
+        context.finishSteps.sync([.task(PartRemoval(part, publication: publication))]) { _ in }
         table.remove(job)
         logger.info("job left the work folder before it was filed", metadata: [
             "job": "\(record.job)", "now_in": "\(place?.rawValue ?? "nowhere")", "partial_data": "removed",

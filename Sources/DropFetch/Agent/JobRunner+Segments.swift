@@ -10,13 +10,13 @@ import CCurl
 extension JobRunner {
     /// The `split` settings of download `index` of `job`: its class's, applied to its job file's options.
     func splitSettings(_ job: Job, _ index: Int) -> Config.Split {
-        config.split(forClass: job.record.className).applied(to: job.downloads[index].spec)
+        config.split(forClass: job.record.className).applied(to: job.spec.downloads[index])
     }
 
     /// Whether download `index` may open more connections at all: more than one allowed, HTTP,
     /// and no segment of it was refused in this run.
     func mayBeSplit(_ job: Job, _ index: Int, _ request: TransferRequest) -> Bool {
-        guard job.downloads[index].lifecycle.maySplit, !request.protocolKind.isFileBased else { return false }
+        guard job.machine.downloads[index].maySplit, !request.protocolKind.isFileBased else { return false }
         let scheme = request.scheme.isEmpty ? URLParts(request.url)?.scheme ?? "" : request.scheme
         return (scheme == "http" || scheme == "https") && splitSettings(job, index).connections > 1
     }
@@ -53,9 +53,9 @@ extension JobRunner {
         table.started(lead, for: entry.unit)
         table.split(key: lead.easy.key, into: group)
         for transfer in opened { openConnection(transfer, of: lead.easy.key, host: entry.host, className: entry.className) }
-        job.apply(.transferStarted(key: lead.easy.key, url: Redaction.url(job.downloads[index].currentURL),
+        job.apply(.transferStarted(key: lead.easy.key, url: Redaction.url(job.download(index).currentURL),
                                    offset: resumed.map.prefix, written: resumed.map.doneBytes,
-                                   now: MonotonicClock.now(), newAttempt: newAttempt), to: index)
+                                   now: clock.now(), newAttempt: newAttempt), to: index)
         job.apply(.connections(group.liveConnections), to: index)
         if recordsState { filer.saveState(job) }
         bandwidth.applyRateLimits()
@@ -80,7 +80,7 @@ extension JobRunner {
     private func split(_ key: Int) {
         guard let transfer = table.transfer(key: key), table.group(key: key) == nil, transfer.stream == nil,
               case .writing = transfer.state, let (lead, unit) = table.transfers(ofKey: key), lead === transfer,
-              let job = table.job(unit.job), job.downloads[unit.download].phase == .running(key: key) else { return }
+              let job = table.job(unit.job), job.phase(of: unit.download) == .running(key: key) else { return }
         let index = unit.download
         let settings = splitSettings(job, index)
         let facts = transfer.splitFacts
@@ -189,13 +189,13 @@ extension JobRunner {
     func finishSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit) {
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
-        let now = MonotonicClock.now()
+        let now = clock.now()
         job.apply(.transferEnded(now: now), to: index)
         if let completedAt = group.completedAt {
             logger.debug("split download hashed", metadata: ["job": "\(job.record.job)", "hash_wait_ms": "\(now - completedAt)"])
         }
         let status = lead.easy.info(long: CURLINFO_RESPONSE_CODE)
-        switch group.result(httpStatus: status == 0 ? nil : status, resumedFrom: job.downloads[index].status.resumedFrom,
+        switch group.result(httpStatus: status == 0 ? nil : status, resumedFrom: job.machine.downloads[index].status.resumedFrom,
                             contentDisposition: lead.response(header: "content-disposition")) {
         case .completed(let result):
             publisher.publish(group.part, result, job, index)
@@ -212,7 +212,7 @@ extension JobRunner {
     /// are recorded, so that the next one asks only for the rest.
     private func failSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit, _ job: Job) {
         _ = table.ended(key: lead.easy.key)
-        job.apply(.transferEnded(now: MonotonicClock.now()), to: unit.download)
+        job.apply(.transferEnded(now: clock.now()), to: unit.download)
         try? group.part.recordPieces(group.plan.map)
         var failure = group.lastFailure ?? TransferFailure(failure: Failure(.network, "every segment failed"), httpStatus: nil,
                                                            retryAfter: nil, bytes: 0, resumedFrom: 0)
@@ -225,7 +225,7 @@ extension JobRunner {
     /// one connection.
     private func restartSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit, _ job: Job, reason: String) {
         stopSplit(group, lead, countingConnections: true)
-        job.apply(.transferEnded(now: MonotonicClock.now()), to: unit.download)
+        job.apply(.transferEnded(now: clock.now()), to: unit.download)
         try? group.part.truncate(to: 0)
         try? group.part.recordPieces(PieceMap(total: group.total))
         logger.info("a segment's answer was refused, starting over on one connection: \(reason)",

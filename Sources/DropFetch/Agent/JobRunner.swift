@@ -29,8 +29,8 @@ final class JobRunner: AgentPart {
     /// refilled in the same loop turn); an unclaimed inbox job chosen here is claimed first.
     /// Starting costs file creations; after `budget` nanoseconds the rest start next turn.
     func startRunnable(budget: Int64 = 2_000_000) {
-        let now = MonotonicClock.now()
-        let deadline = MonotonicClock.nanoseconds() + budget
+        let now = clock.now()
+        let deadline = clock.nanoseconds() + budget
         startsCutShort = false
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
@@ -44,7 +44,7 @@ final class JobRunner: AgentPart {
             } else {
                 start(entry)
             }
-            if MonotonicClock.nanoseconds() >= deadline {
+            if clock.nanoseconds() >= deadline {
                 startsCutShort = admission.hasRoom
                 return
             }
@@ -55,8 +55,8 @@ final class JobRunner: AgentPart {
     private(set) var startsCutShort = false
 
     private func start(_ entry: Scheduler.Entry) {
-        guard let job = table.job(entry.unit.job), !job.downloads[entry.unit.download].isFinished else { return }
-        if job.downloads[entry.unit.download].part == nil { return reserve(entry, job) }
+        guard let job = table.job(entry.unit.job), !job.isFinished(entry.unit.download) else { return }
+        if job.part(of: entry.unit.download) == nil { return reserve(entry, job) }
         begin(entry, job)
     }
 
@@ -66,15 +66,16 @@ final class JobRunner: AgentPart {
     private func reserve(_ entry: Scheduler.Entry, _ job: Job) {
         let index = entry.unit.download
         let reservation: PartReservation
-        switch names.reservation(for: job.downloads[index], of: job) {
+        switch names.reservation(for: job.download(index), of: job) {
         case .success(let made): reservation = made
         case .failure(let failure): return reservationFailed(job, index, failure)
         }
         job.apply(.reserving, to: index)
+        let token = job.token(index)
         admission.started(host: entry.host, className: entry.className)
         context.startSteps.sync([.task(reservation)]) { [self] _ in
             admission.finished(host: entry.host, className: entry.className)
-            guard table.job(job.id) === job, job.downloads[index].phase == .reserving else {
+            guard table.current(token) != nil else {
                 let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
                 let claimedAgain = (try? FileSystem.lstatus(spool.work + "/" + job.workName)).map { UInt64($0.st_ino) == job.owner.claim }
                 return reservation.release(keeping: place == .hold || place == .inbox || claimedAgain == true)
@@ -98,7 +99,7 @@ final class JobRunner: AgentPart {
             carryOut(job.apply(.foundFinished(file: file, bytes: bytes, sha256: sha256), to: index), job, index)
         case .ownerBusy(let owner):
             logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
-            carryOut(job.apply(.nameOwnerBusy(until: MonotonicClock.now() + 2000), to: index), job, index)
+            carryOut(job.apply(.nameOwnerBusy(until: clock.now() + 2000), to: index), job, index)
         case .failed(let failure):
             return reservationFailed(job, index, failure)
         }
@@ -116,18 +117,18 @@ final class JobRunner: AgentPart {
     /// Starts the transfer of a download whose `.part` is taken.
     private func begin(_ entry: Scheduler.Entry, _ job: Job) {
         let index = entry.unit.download
-        guard let part = job.downloads[index].part else { return }
-        if table.runningCount == 0 { lastStateRefresh = MonotonicClock.now() }
+        guard let part = job.part(of: index) else { return }
+        if table.runningCount == 0 { lastStateRefresh = clock.now() }
         // The state on disk learns the count at each new attempt (a `hold` takes the file as it
         // is). A first attempt needs none: what recovery needs of a job from a routing folder or
         // claimed under another name (`x.1.url`) — its folder and its own name, which its `.part`
         // names as owner — the claim wrote before it moved the job (SpoolClaim), and the rest is
         // first written by the progress refresh, which a small job never reaches.
-        let lifecycle = job.downloads[index].lifecycle
+        let lifecycle = job.machine.downloads[index]
         let recordsState = lifecycle.beginsAttempt && lifecycle.attempt > 0
         let newAttempt = lifecycle.beginsAttempt
         job.apply(.attemptBegins(partSize: part.size, recordMirror: part.record.mirror), to: index)
-        let download = job.downloads[index]
+        let download = job.download(index)
         var request = TransferRequest(
             url: download.currentURL, headers: download.spec.headers, checksum: download.spec.checksum,
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
@@ -158,10 +159,11 @@ final class JobRunner: AgentPart {
         let index = entry.unit.download
         let lookup = ProxyTargetLookup(host: host)
         job.apply(.lookingUp, to: index)
+        let token = job.token(index)
         admission.started(host: entry.host, className: entry.className)
         context.startSteps.sync([.task(lookup)]) { [self] _ in
             admission.finished(host: entry.host, className: entry.className)
-            guard table.job(job.id) === job, job.downloads[index].phase == .lookingUp else { return }
+            guard table.current(token) != nil else { return }
             job.apply(.lookedUp, to: index)
             // Stopping: the part waits, with its record, for the next start.
             guard context.acceptsWork else { return }
@@ -174,8 +176,8 @@ final class JobRunner: AgentPart {
     /// Makes the transfer of `request` and adds it to the multi handle.
     private func launch(_ request: TransferRequest, _ entry: Scheduler.Entry, _ job: Job, newAttempt: Bool, recordsState: Bool) {
         let index = entry.unit.download
-        guard let part = job.downloads[index].part else { return }
-        let download = job.downloads[index]
+        guard let part = job.part(of: index) else { return }
+        let download = job.download(index)
         if let resumed = piecesToResume(part, request, job, index) {
             return beginSegmented(entry, job, request, part, resumed, recordsState: recordsState, newAttempt: newAttempt)
         }
@@ -199,7 +201,7 @@ final class JobRunner: AgentPart {
         }
         job.apply(.transferStarted(key: transfer.easy.key, url: Redaction.url(download.currentURL),
                                    offset: transfer.requestedOffset, written: transfer.written,
-                                   now: MonotonicClock.now(), newAttempt: newAttempt), to: index)
+                                   now: clock.now(), newAttempt: newAttempt), to: index)
         if recordsState { filer.saveState(job) }
         bandwidth.applyRateLimits()
         JobLog.started(job, index, from: transfer.requestedOffset, logger: logger)
@@ -265,7 +267,7 @@ final class JobRunner: AgentPart {
     func finish(_ transfer: Transfer, _ unit: Scheduler.Unit, _ result: CURLcode) {
         guard let job = table.job(unit.job) else { return }
         let index = unit.download
-        job.apply(.transferEnded(now: MonotonicClock.now()), to: index)
+        job.apply(.transferEnded(now: clock.now()), to: index)
         switch transfer.finish(result) {
         case .completed(let result):
             publisher.publish(transfer.part, result, job, index)
@@ -286,7 +288,7 @@ final class JobRunner: AgentPart {
                     try multi.add(transfer.easy)
                     admission.started(host: transfer.request.host, className: job.record.className)
                     table.started(transfer, for: unit)
-                    job.apply(.redirected(key: transfer.easy.key, now: MonotonicClock.now()), to: index)
+                    job.apply(.redirected(key: transfer.easy.key, now: clock.now()), to: index)
                     bandwidth.applyRateLimits()
                     logger.debug("redirected", metadata: ["job": "\(job.record.job)", "to": "\(Redaction.url(hop.target))"])
                     return
@@ -310,7 +312,7 @@ final class JobRunner: AgentPart {
     func endAttempt(_ job: Job, _ index: Int, _ failure: TransferFailure) {
         let policy = config.jobClass(named: job.record.className)?.retry ?? config.retry
         let context = DownloadLifecycle.RetryContext(policy: policy, jitter: Double.random(in: 0..<1),
-                                                     now: MonotonicClock.now(), onceDeadline: onceDeadline)
+                                                     now: clock.now(), onceDeadline: onceDeadline)
         carryOut(job.apply(.attemptFailed(failure, context), to: index), job, index, failure: failure)
     }
 
@@ -324,13 +326,13 @@ final class JobRunner: AgentPart {
             case .saveState:
                 filer.saveState(job)
             case .settle:
-                if job.isFinished { filer.fileJob(job) } else { filer.saveState(job) }
+                if job.isFinished { publisher.fileJob(job) } else { filer.saveState(job) }
             case .retryAfter:
                 break
             case .logAttempt(let decision):
-                if let failure { JobLog.attemptFailed(job, job.downloads[index], failure, decision, logger: logger) }
+                if let failure { JobLog.attemptFailed(job, job.download(index), failure, decision, logger: logger) }
             case .refetchFromZero:
-                if let part = job.downloads[index].part {
+                if let part = job.part(of: index) {
                     try? part.truncate(to: 0)
                     try? part.saveRecord()
                 }
@@ -352,7 +354,7 @@ final class JobRunner: AgentPart {
     /// data itself is what was wrong, or there is none.
     func endDownload(_ job: Job, _ index: Int, failure: Failure) {
         var dataRemoved = false
-        if let part = job.downloads[index].part {
+        if let part = job.part(of: index) {
             let dataIsWrong = [.checksumMismatch, .tooLarge, .invalidJob, .exists, .internal].contains(failure.kind)
             if failure.kind == .checksumMismatch, part.size > 0, keepBadCopy(of: part) {
                 dataRemoved = true
@@ -464,7 +466,7 @@ final class JobRunner: AgentPart {
         for job in table.allJobs where job.record.started == nil
             && !job.downloads.contains(where: { $0.part != nil || $0.phase == .reserving }) {
             guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
-            job.reclassify(className: found?.name ?? "default", priority: job.spec.priority ?? found?.priority ?? 0)
+            job.handle(.reclassified(className: found?.name ?? "default", priority: job.spec.priority ?? found?.priority ?? 0))
         }
         // Unclaimed inbox jobs are read again under the new classes.
         intake.reindex()

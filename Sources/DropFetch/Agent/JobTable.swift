@@ -1,18 +1,8 @@
 /// Every job this agent owns and every transfer it runs: the one place that answers "is this job
 /// running", "which transfer is this", "what is left". Only the event loop uses it.
 final class JobTable {
-    /// What the table knows of one job besides the job itself.
-    private enum State {
-        case active
-        /// Being filed: its status is written and waits, with the moves, for the group commit
-        /// (after this many failed filings).
-        case committing(failures: Int)
-        /// Its downloads are over but filing it failed (ENOSPC, EIO): retried at this monotonic time.
-        case filing(StatusRecord, retryAt: Int64, failures: Int)
-    }
-
-    private var jobs: [Int: (job: Job, state: State)] = [:]
-    /// Ids of the jobs in `.filing`: the loop looks at these every turn, not at every job.
+    private var jobs: [Int: Job] = [:]
+    /// Ids of the jobs whose filing failed and is due again: the loop looks at these every turn, not at every job.
     private var failedFilings: Set<Int> = []
     private var idsByWorkName: [String: Int] = [:]
     /// Running downloads by the easy-handle key of their (first) transfer: one entry per download.
@@ -38,15 +28,22 @@ final class JobTable {
     var connectionCount: Int {
         transfers.count - groups.count + groups.values.reduce(0) { $0 + $1.liveConnections }
     }
-    var allJobs: some Sequence<Job> { jobs.values.lazy.map(\.job) }
+    var allJobs: some Sequence<Job> { jobs.values }
     var allTransfers: some Sequence<(transfer: Transfer, unit: Scheduler.Unit)> { transfers.values }
 
-    func job(_ id: Int) -> Job? { jobs[id]?.job }
+    func job(_ id: Int) -> Job? { jobs[id] }
 
-    func job(workName: String) -> Job? { idsByWorkName[workName].flatMap { jobs[$0]?.job } }
+    func job(workName: String) -> Job? { idsByWorkName[workName].flatMap { jobs[$0] } }
+
+    /// The job an answer carrying `token` is for, while the answer is still wanted: the job is
+    /// still this agent's and its download has not moved on since the answer was asked for.
+    func current(_ token: Job.Token) -> Job? {
+        guard let job = jobs[token.job], job.machine.step(of: token.download) == token.step else { return nil }
+        return job
+    }
 
     func add(_ job: Job) {
-        jobs[job.id] = (job, .active)
+        jobs[job.id] = job
         failedFilings.remove(job.id)
         idsByWorkName[job.workName] = job.id
     }
@@ -126,46 +123,37 @@ final class JobTable {
 
     /// Marks a job whose filing has begun: its own moves out of the work folder are not departures.
     func committing(_ job: Job) {
-        let failures = filingFailures(of: job)
-        jobs[job.id]?.state = .committing(failures: failures)
+        job.handle(.commitBegins)
         failedFilings.remove(job.id)
     }
 
     /// A job whose filing did not begin after all (its last download was not published): active again.
     func stoppedCommitting(_ job: Job) {
-        guard case .committing? = jobs[job.id]?.state else { return }
-        jobs[job.id]?.state = .active
+        job.handle(.commitAbandoned)
     }
 
-    func isCommitting(_ job: Job) -> Bool {
-        if case .committing? = jobs[job.id]?.state { return true }
-        return false
-    }
+    func isCommitting(_ job: Job) -> Bool { job.machine.isCommitting }
 
     /// A job whose filing failed waits here, with the record to file, for `retryAt`.
     func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
-        jobs[job.id] = (job, .filing(record, retryAt: retryAt, failures: filingFailures(of: job) + 1))
+        job.handle(.filingFailed(record, due: retryAt))
         failedFilings.insert(job.id)
     }
 
-    func filingFailures(of job: Job) -> Int {
-        switch jobs[job.id]?.state {
-        case .filing(_, _, let failures)?, .committing(let failures)?: return failures
-        case .active?, nil: return 0
-        }
-    }
+    func filingFailures(of job: Job) -> Int { job.machine.filingFailures }
 
     /// Jobs whose filing is due again at `now`, with their records.
     func filingDue(now: Int64) -> [(job: Job, record: StatusRecord)] {
         failedFilings.compactMap { id in
-            guard let entry = jobs[id], case .filing(let record, let due, _) = entry.state, due <= now else { return nil }
-            return (entry.job, record)
+            guard let job = jobs[id], case .filingDue(let due, _) = job.machine.phase, due <= now,
+                  let record = job.machine.pendingFiling else { return nil }
+            return (job, record)
         }
     }
 
     var nextFilingDue: Int64? {
         failedFilings.compactMap { id in
-            guard case .filing(_, let due, _)? = jobs[id]?.state else { return nil }
+            guard case .filingDue(let due, _)? = jobs[id]?.machine.phase else { return nil }
             return due
         }.min()
     }

@@ -32,7 +32,7 @@ struct ProgressReporter {
         var rows: [(started: Int64, download: ProgressSnapshot.Download)] = []
         for (transfer, unit) in table.allTransfers {
             guard let job = table.job(unit.job), unit.download < job.downloads.count else { continue }
-            let download = job.downloads[unit.download]
+            let download = job.download(unit.download)
             let file = download.status.file.map { path in String(path.split(separator: "/").last ?? Substring(path)) }
             rows.append((download.lifecycle.startedAt ?? 0, ProgressSnapshot.Download(
                 job: job.record.job, file: file, downloadsInJob: job.downloads.count, bytes: transfer.downloadedBytes,

@@ -57,8 +57,8 @@ final class ScheduleGate: AgentPart {
     /// Before each loop turn starts transfers: recomputes what changed since the last wake.
     func refresh(force: Bool = false) {
         guard isConfigured || force else { return }
-        let wall = Int64(time(nil))
-        let now = MonotonicClock.now()
+        let wall = clock.wallSeconds()
+        let now = clock.now()
         let jumped = abs(wall * 1000 - now - skew) > 2000
         var limitsChanged = false
         if force || jumped || state.nextChange.map({ wall >= $0 }) == true {
@@ -115,9 +115,9 @@ final class ScheduleGate: AgentPart {
             let sync = QuotaLedgerSync(folder: ledger.folder, agent: ledger.agent, text: ledger.takeText(now: now), bound: bound)
             context.finishSteps.sync([.task(sync)]) { [self] _ in
                 syncInFlight = false
-                if sync.request.text != nil { noteWrite(sync.writeError, ledger: ledger, now: MonotonicClock.now()) }
+                if sync.request.text != nil { noteWrite(sync.writeError, ledger: ledger, now: clock.now()) }
                 others = sync.others
-                noteUsages(wall: Int64(time(nil)))
+                noteUsages(wall: clock.wallSeconds())
                 refresh()
             }
         }
@@ -198,8 +198,8 @@ final class ScheduleGate: AgentPart {
     /// (state `waiting`, its reason and `retry_at` in the state file), an inbox job stays unclaimed.
     func holdsBack(_ entry: Scheduler.Entry) -> Bool {
         guard isConfigured, let (reason, until) = hold(className: entry.className) else { return false }
-        let now = MonotonicClock.now()
-        let due = now + max(100, (until - Int64(time(nil))) * 1000)
+        let now = clock.now()
+        let due = now + max(100, (until - clock.wallSeconds()) * 1000)
         runner.scheduler.enqueue(entry, due: due)
         guard entry.unit.download != Scheduler.Unit.wholeJob else {
             heldInbox.insert(entry.unit)
@@ -207,7 +207,7 @@ final class ScheduleGate: AgentPart {
         }
         guard let job = table.job(entry.unit.job) else { return true }
         let retryAt = Timestamp.format(seconds: until)
-        if !job.holdBack(entry.unit.download, until: due, reason: reason, retryAt: retryAt).isEmpty {
+        if !job.handle(.heldBack(entry.unit.download, until: due, reason: reason, retryAt: retryAt)).isEmpty {
             logger.info("held back by the \(reason == .schedule ? "schedule" : "quota") until \(retryAt)", metadata: ["job": "\(job.record.job)"])
             filer.saveState(job)
         }
@@ -219,8 +219,8 @@ final class ScheduleGate: AgentPart {
         var released: Set<Scheduler.Unit> = heldInbox
         heldInbox.removeAll()
         for job in table.allJobs {
-            let held = job.downloads.indices.filter { job.downloads[$0].phase.heldReason != nil }
-            guard job.endHolds() else { continue }
+            let held = job.downloads.indices.filter { job.phase(of: $0).heldReason != nil }
+            guard !job.handle(.holdsEnded).isEmpty else { continue }
             for index in held { released.insert(Scheduler.Unit(job: job.id, download: index)) }
             filer.saveState(job)
         }
@@ -232,16 +232,16 @@ final class ScheduleGate: AgentPart {
     /// then), or of a backed-off ledger write; an idle agent is otherwise woken by its held
     /// downloads' due times alone.
     func nextWake() -> Int64? {
-        let retry = syncInFlight || table.runningCount > 0 ? nil : ledger?.writeRetryAt.map { max($0, MonotonicClock.now() + 10) }
+        let retry = syncInFlight || table.runningCount > 0 ? nil : ledger?.writeRetryAt.map { max($0, clock.now() + 10) }
         guard table.runningCount > 0, let next = state.nextChange else { return retry }
-        let change = MonotonicClock.now() + max(0, next - Int64(time(nil))) * 1000 + 1
+        let change = clock.now() + max(0, next - clock.wallSeconds()) * 1000 + 1
         return retry.map { min($0, change) } ?? change
     }
 
     /// At the end of a run: the last bytes counted in the ledger.
     func finish() {
         guard !config.quotas.isEmpty else { return }
-        refreshQuotas(wall: Int64(time(nil)), now: MonotonicClock.now(), force: true)
+        refreshQuotas(wall: clock.wallSeconds(), now: clock.now(), force: true)
     }
 
     /// `run --once` left work waiting: says so when a window or a quota holds it back.

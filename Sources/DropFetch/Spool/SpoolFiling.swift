@@ -1,13 +1,13 @@
 import Glibc
 
-/// One job's filing moves as a single step on a worker (docs/spool.md, finish protocol): its
-/// durable status renamed from its temp name in the work folder into done/ or failed/
+/// One job's filing moves as a single step on a worker, in a `JobFinish` (docs/spool.md, finish
+/// protocol): its durable status renamed from its temp name in the work folder into done/ or failed/
 /// (`Spool.fileStaged`), the job file beside it, and its state file removed. On a busy disk each
 /// rename can wait milliseconds for a folder block under write I/O, which on the loop stalled
 /// every transfer. The status is written before (`temp`), the folders synced after.
-final class SpoolFiling: WorkerTask {
-    /// How the filing ended, read on the loop once the batch is back.
-    enum Ending {
+struct SpoolFiling: WorkerRequest {
+    /// How the filing ended.
+    enum Ending: Sendable {
         case filed(Spool.Filed)
         /// The job file left the work folder (hold, mv) or was replaced before it was filed:
         /// nothing was moved and the staged status is gone.
@@ -18,131 +18,104 @@ final class SpoolFiling: WorkerTask {
 
     /// The job file in the work folder.
     let source: String
-    let status: StatusRecord
+    private(set) var status: StatusRecord
     let outcome: Spool.Outcome
     /// Where the status is written first (in the work folder, beside the job file).
     let temp: String
-    let request: Request
-    private(set) var ending: Ending = .failed(SystemError(code: EINPROGRESS, operation: "file"))
+    /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
+    let claim: UInt64
+    let folder: String
+    let firstFree: Int?
+    /// The job's state file, removed once filed; nil when it never had one.
+    let statePath: String?
+    let crashPlan: CrashPlan?
+    /// The resume records left beside published files: removed once the status is in place
+    /// (recovery then completes the filing from the status), restored by the loop if the job left.
+    let publishedRecords: [(folder: DirectoryHandle, name: String)]
+    /// The part of the download whose completion this filing ends (`JobFinish`), still
+    /// open, and its folder: its owner mark is removed through it once the job is filed.
+    let markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)?
+    /// Checks the owner marks of the job's other published files before they are removed.
+    let key: RecordKey?
 
+    /// The filing of the job file at `source` under `status`, planned on the loop (the record
+    /// numbers the spool remembers are the loop's).
     init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
-         publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true) {
+         publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
+         markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil) {
         self.source = source
         self.status = status
         self.outcome = outcome
-        request = Request(status, as: outcome, from: source, claim: claim, in: spool, publishedRecords: publishedRecords,
-                          removesState: removesState, markedPart: nil)
-        temp = request.temp
+        temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
+        self.claim = claim
+        folder = outcome == .done ? spool.done : spool.failed
+        firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
+        statePath = removesState ? spool.statePath(for: FileSystem.baseName(of: source)) : nil
+        crashPlan = spool.crashPlan
+        self.publishedRecords = publishedRecords
+        self.markedPart = markedPart
+        key = spool.recordKey
     }
 
-    func received(_ answer: Ending) -> SystemError? {
-        ending = answer
-        if case .failed(let error) = answer { return error }
-        return nil
+    /// The same filing under another status (its `file` names filled in on the worker).
+    func filing(_ status: StatusRecord) -> SpoolFiling {
+        var changed = self
+        changed.status = status
+        return changed
     }
 
-    /// The filing as the worker runs it: paths, the status, and the handles of the folders that
-    /// hold the published records.
-    struct Request: WorkerRequest {
-        let source: String
-        private(set) var status: StatusRecord
-        let outcome: Spool.Outcome
-        let temp: String
-        /// The job file's inode when it was claimed (0: look it up here): another file under its name is not this job.
-        let claim: UInt64
-        let folder: String
-        let firstFree: Int?
-        /// The job's state file, removed once filed; nil when it never had one.
-        let statePath: String?
-        let crashPlan: CrashPlan?
-        /// The resume records left beside published files: removed once the status is in place
-        /// (recovery then completes the filing from the status), restored by the loop if the job left.
-        let publishedRecords: [(folder: DirectoryHandle, name: String)]
-        /// The part of the download whose completion this filing ends (`JobCompletion`), still
-        /// open, and its folder: its owner mark is removed through it once the job is filed.
-        let markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)?
-        /// Checks the owner marks of the job's other published files before they are removed.
-        let key: RecordKey?
-
-        /// The filing of the job file at `source` under `status`, planned on the loop (the record
-        /// numbers the spool remembers are the loop's).
-        init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
-             publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
-             markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil) {
-            self.source = source
-            self.status = status
-            self.outcome = outcome
-            temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
-            self.claim = claim
-            folder = outcome == .done ? spool.done : spool.failed
-            firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
-            statePath = removesState ? spool.statePath(for: FileSystem.baseName(of: source)) : nil
-            crashPlan = spool.crashPlan
-            self.publishedRecords = publishedRecords
-            self.markedPart = markedPart
-            key = spool.recordKey
-        }
-
-        /// The same filing under another status (its `file` names filled in on the worker).
-        func filing(_ status: StatusRecord) -> Request {
-            var changed = self
-            changed.status = status
-            return changed
-        }
-
-        func perform() -> Ending {
-            var inode = claim
-            if inode == 0 {
-                do {
-                    inode = UInt64(try FileSystem.lstatus(source).st_ino)
-                } catch {
-                    try? FileSystem.removeIfPresent(temp)
-                    return error.code == ENOENT ? .left : .failed(error)
-                }
-            }
-            let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
-            let owner = PartOwner(job: status.job, claim: inode)
-            var unmarked: [FileDescriptor] = []
+    func perform() -> Ending {
+        var inode = claim
+        if inode == 0 {
             do {
-                let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
-                    for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
-                    unmarked += removeOwnerMarks(of: owner)
-                }
-                if let statePath { try? FileSystem.removeIfPresent(statePath) }
-                return .filed(filed)
+                inode = UInt64(try FileSystem.lstatus(source).st_ino)
             } catch {
-                // Not filed after all: the files are still the job's (the loop puts its records back).
-                if let key { for file in unmarked { PartFile.restoreMark(on: file, owner: owner, key: key) } }
                 try? FileSystem.removeIfPresent(temp)
-                let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
-                return error.code == ENOENT && !stillHere ? .left : .failed(error)
+                return error.code == ENOENT ? .left : .failed(error)
             }
         }
+        let staged = Spool.StagedStatus(temp: temp, status: status, outcome: outcome, sourceInode: inode)
+        let owner = PartOwner(job: status.job, claim: inode)
+        var unmarked: [FileDescriptor] = []
+        do {
+            let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
+                for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
+                unmarked += removeOwnerMarks(of: owner)
+            }
+            if let statePath { try? FileSystem.removeIfPresent(statePath) }
+            return .filed(filed)
+        } catch {
+            // Not filed after all: the files are still the job's (the loop puts its records back).
+            if let key { for file in unmarked { PartFile.restoreMark(on: file, owner: owner, key: key) } }
+            try? FileSystem.removeIfPresent(temp)
+            let stillHere = (try? FileSystem.lstatus(source)).map { UInt64($0.st_ino) == inode } ?? false
+            return error.code == ENOENT && !stillHere ? .left : .failed(error)
+        }
+    }
 
-        /// The owner marks (OwnerMark) of the job's published files, removed with its records once
-        /// its status is in place (a crash after that is completed by recovery from the status,
-        /// which removes what is left: PartFile.removeRecords): from then on the files are no
-        /// job's, and a job file that gets this one's inode again under its name is another job.
-        /// The completing part's through its descriptor (one fremovexattr(2)); the others'
-        /// (published earlier, or found finished) by name, each only if its mark is this job's.
-        /// Returns the files whose marks it removed, still open.
-        private func removeOwnerMarks(of owner: PartOwner) -> [FileDescriptor] {
-            var unmarked: [FileDescriptor] = []
-            for (index, download) in status.downloads.enumerated() where download.state == .done {
-                if let markedPart, markedPart.download == index {
-                    // Where the part's folder keeps no user attribute, its owner was in its record alone.
-                    guard !markedPart.folder.refusesUserAttributes else { continue }
-                    do {
-                        try markedPart.file.removeAttribute(OwnerMark.attribute)
-                        unmarked.append(markedPart.file)
-                    } catch {
-                        if OwnerMark.refusesFolder(error) { markedPart.folder.noteUserAttributesRefused() }
-                    }
-                } else if let file = download.file, let opened = PartFile.removeMark(ofPublished: file, owner: owner, key: key) {
-                    unmarked.append(opened)
+    /// The owner marks (OwnerMark) of the job's published files, removed with its records once
+    /// its status is in place (a crash after that is completed by recovery from the status,
+    /// which removes what is left: PartFile.removeRecords): from then on the files are no
+    /// job's, and a job file that gets this one's inode again under its name is another job.
+    /// The completing part's through its descriptor (one fremovexattr(2)); the others'
+    /// (published earlier, or found finished) by name, each only if its mark is this job's.
+    /// Returns the files whose marks it removed, still open.
+    private func removeOwnerMarks(of owner: PartOwner) -> [FileDescriptor] {
+        var unmarked: [FileDescriptor] = []
+        for (index, download) in status.downloads.enumerated() where download.state == .done {
+            if let markedPart, markedPart.download == index {
+                // Where the part's folder keeps no user attribute, its owner was in its record alone.
+                guard !markedPart.folder.refusesUserAttributes else { continue }
+                do {
+                    try markedPart.file.removeAttribute(OwnerMark.attribute)
+                    unmarked.append(markedPart.file)
+                } catch {
+                    if OwnerMark.refusesFolder(error) { markedPart.folder.noteUserAttributesRefused() }
                 }
+            } else if let file = download.file, let opened = PartFile.removeMark(ofPublished: file, owner: owner, key: key) {
+                unmarked.append(opened)
             }
-            return unmarked
         }
+        return unmarked
     }
 }

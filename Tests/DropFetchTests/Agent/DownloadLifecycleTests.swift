@@ -182,27 +182,6 @@ struct DownloadLifecycleTests {
         #expect(finished.handle(.waitsFromEarlierRun(until: 5)).isEmpty && finished.isFinished)
     }
 
-    @Test("the job follows its downloads: started once, retry_at while waiting, the final record's state and error")
-    func jobFollowsDownloads() {
-        let spec = JobSpec(downloads: [DownloadSpec(urls: ["http://a/1"], line: 2), DownloadSpec(urls: ["http://a/2"], line: 3)])
-        let record = StatusRecord(job: "j.url", state: .queued, className: "default", priority: 0, agent: "a1",
-                                  submitted: Timestamp.now())
-        let job = Job(id: 1, workName: "j.url", owner: PartOwner(job: "j.url", claim: 1), spec: spec, record: record, arrival: 0)
-        job.apply(.attemptBegins(partSize: 0, recordMirror: 0), to: 0)
-        job.apply(.transferStarted(key: 1, url: "http://a/1", offset: 0, written: 0, now: 1_000, newAttempt: true), to: 0)
-        #expect(job.record.started != nil && job.snapshot().state == .running)
-        job.apply(.transferEnded(now: 1_500), to: 0)
-        job.apply(.attemptFailed(failure(.network), context(policy())), to: 0)
-        #expect(job.record.retryAt != nil)
-        job.apply(.waitsFromEarlierRun(until: 11_000), to: 1)
-        #expect(job.snapshot().state == .waiting)
-        job.apply(.failed(Failure(.httpStatus, "404"), dataRemoved: true), to: 0)
-        job.apply(.foundFinished(file: "/d/2", bytes: 3, sha256: nil), to: 1)
-        let final = job.finalRecord()
-        #expect(final.state == .failed && final.error?.kind == .httpStatus && final.retryAt == nil)
-        #expect(final.downloads.map(\.state) == [.failed, .done])
-    }
-
     @Test("a split download stays one running download whose status counts its connections")
     func connections() {
         var download = running()

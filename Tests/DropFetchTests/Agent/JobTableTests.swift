@@ -9,7 +9,7 @@ struct JobTableTests {
         let record = StatusRecord(job: name, state: .done, className: "default", priority: 0, agent: "a1",
                                   submitted: Timestamp.now())
         let job = Job(id: table.makeID(), workName: name, owner: PartOwner(job: name, claim: 1),
-                      spec: JobSpec(downloads: []), record: record, arrival: 0)
+                      spec: JobSpec(downloads: []), record: record, arrival: 0, clock: AgentClock())
         table.add(job)
         return job
     }

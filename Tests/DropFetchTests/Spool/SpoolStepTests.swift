@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// The claim and the filing moves as the worker runs them (`JobClaim`, `SpoolFiling`): what they
+/// The claim and the filing moves as the worker runs them (`JobClaim`, `JobFinish` with no part to publish): what they
 /// leave on disk and what they report back to the loop.
 @Suite("Spool steps on the worker")
 struct SpoolStepTests {
@@ -156,12 +156,12 @@ struct SpoolStepTests {
             try "{}".write(toFile: spool.statePath(for: name), atomically: false, encoding: .utf8)
             let status = record("x.url")
             let filing = SpoolFiling(status, as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [])
-            try AtomicFile.writeTemp(status.encoded(), at: filing.temp, mode: 0o644, durable: false)
-            #expect(filing.perform() == nil)
-            guard case .filed(let filed) = filing.ending else {
-            Issue.record("not filed: \(filing.ending)")
-            return
-        }
+            let finish = JobFinish([JobFinish.Item(part: nil, filing: filing, spoolFolders: [])], durable: false, crashPlan: nil)
+            #expect(finish.perform() == nil)
+            guard case .filed(nil, _, let filed) = finish.endings[0] else {
+                Issue.record("not filed: \(finish.endings[0])")
+                return
+            }
             spool.noteFiled(filed)
             #expect(filed.jobPath == root + (round == 0 ? "/done/x.url" : "/done/x.1.url"))
             #expect(!FileSystem.exists(spool.statePath(for: name)))
@@ -183,10 +183,10 @@ struct SpoolStepTests {
         try "http://h/other\n".write(toFile: spool.work + "/" + name, atomically: false, encoding: .utf8)
         let status = record("x.url", .failed)
         let filing = SpoolFiling(status, as: .failed, from: spool.work + "/" + name, claim: claimed, in: spool, publishedRecords: [])
-        try AtomicFile.writeTemp(status.encoded(), at: filing.temp, mode: 0o644, durable: false)
-        #expect(filing.perform() == nil)
-        guard case .left = filing.ending else {
-            Issue.record("expected left: \(filing.ending)")
+        let finish = JobFinish([JobFinish.Item(part: nil, filing: filing, spoolFolders: [])], durable: true, crashPlan: nil)
+        #expect(finish.perform() == nil)
+        guard case .left(nil, _) = finish.endings[0] else {
+            Issue.record("expected left: \(finish.endings[0])")
             return
         }
         #expect(FileSystem.exists(spool.work + "/" + name))

@@ -1,0 +1,34 @@
+import Logging
+
+/// The ends asked for during one loop turn (`JobFinish.Item`: a part to publish, a job to file,
+/// or both), sent to the finish-steps worker as one request at the end of the turn; each end's
+/// handler runs in its own step when the batch is back, so a large batch makes no long loop turn.
+final class FinishBatch {
+    private var items: [JobFinish.Item] = []
+    private var handlers: [(JobFinish.Ending) -> Void] = []
+
+    var isEmpty: Bool { items.isEmpty }
+
+    /// Adds one end; `then` gets how it ended, on the loop.
+    func add(_ item: JobFinish.Item, then: @escaping (JobFinish.Ending) -> Void) {
+        items.append(item)
+        handlers.append(then)
+    }
+
+    /// Sends this turn's ends to `worker` as one `JobFinish`.
+    func flush(to worker: GroupCommit, durable: Bool, crashPlan: CrashPlan?, logger: Logger) {
+        guard !items.isEmpty else { return }
+        let batch = JobFinish(items, durable: durable, crashPlan: crashPlan)
+        let pending = handlers
+        items = []
+        handlers = []
+        for (position, handler) in pending.enumerated() {
+            worker.sync([.task(batch)]) { _ in
+                if position == 0 {
+                    for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
+                }
+                handler(batch.endings[position])
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Glibc
+
+/// Every end of a job or of one of its downloads, as one worker request for all the ends a loop
+/// turn made (issue 34, one finish path): the parts that completed made durable and given their
+/// final names under `on_conflict` (0 for a job that failed, was refused or is filed again), their
+/// folders durable, then, when the request ends the job, its status written and filed with the job
+/// file beside it and the spool folders durable. The items of a batch pass each phase together, so
+/// every folder is synced once per batch, while each item's durable events keep the order of the
+/// finish protocol (docs/spool.md); with `fsync: false` the syncs are left out.
+final class JobFinish: WorkerTask {
+    /// A complete `.part` to publish.
+    struct Part: Sendable {
+        /// The `.part`, synced before it is renamed.
+        let data: FileDescriptor
+        /// The rename under `on_conflict`, with the folder checked to be still below the root.
+        let publication: PartPublication.Request
+        /// Which download of the job's record it is.
+        let index: Int
+    }
+
+    /// One end, as the worker gets it.
+    struct Item: Sendable {
+        /// Published first; when it cannot be, nothing of the item is filed.
+        let part: Part?
+        /// The job's filing under its final record (the published part's `file` set to the name
+        /// the rename chose); nil when the job goes on (another download is still open).
+        let filing: SpoolFiling?
+        /// done/ (or failed/) and the work folder, synced after the moves.
+        let spoolFolders: [DirectoryHandle]
+    }
+
+    enum Ending: Sendable {
+        /// The part was not published (data not durable, folder moved, name taken): nothing was filed.
+        case notPublished(Failure)
+        /// The part was published under `name` and no filing was asked for.
+        case published(name: String)
+        /// The part (if any) published as `name`, then the job filed under `record`.
+        case filed(name: String?, record: StatusRecord, Spool.Filed)
+        /// Published, but the job file left the work folder before it was filed (hold, cancel, mv).
+        case left(name: String?, record: StatusRecord)
+        /// Published, but filing failed (ENOSPC, EIO): the job stays claimed and filing is retried.
+        case filingFailed(name: String?, record: StatusRecord, SystemError)
+    }
+
+    struct Answer: Sendable {
+        /// One per item, in order.
+        var endings: [Ending]
+        /// Syncs of folders that failed after their renames: reported on the loop, not undone.
+        var unsynced: [SystemError] = []
+    }
+
+    let request: Request
+    /// How each item ended, kept on the loop once the batch is back.
+    private(set) var endings: [Ending]
+    private(set) var unsynced: [SystemError] = []
+
+    init(_ items: [Item], durable: Bool, crashPlan: CrashPlan?) {
+        request = Request(items: items, durable: durable, crashPlan: crashPlan)
+        endings = Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count)
+    }
+
+    func received(_ answer: Answer) -> SystemError? {
+        endings = answer.endings
+        unsynced = answer.unsynced
+        return nil
+    }
+
+    struct Request: WorkerRequest {
+        let items: [Item]
+        let durable: Bool
+        let crashPlan: CrashPlan?
+
+        func perform() -> Answer {
+            var answer = Answer(endings: Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count))
+            // For each item: nil when its part could not be published, else the name (nil without a part).
+            var names: [String??] = items.map { _ in nil }
+            for (position, item) in items.enumerated() {
+                guard let part = item.part else {
+                    names[position] = .some(nil)
+                    continue
+                }
+                switch publish(part) {
+                case .success(let name): names[position] = name
+                case .failure(let failure): answer.endings[position] = .notPublished(failure)
+                }
+            }
+            let published = items.indices.filter { names[$0] != nil }
+            syncFolders(published.compactMap { items[$0].part?.publication.part.folder }, &answer)
+            var staged: [Int: SpoolFiling] = [:]
+            for position in published {
+                let item = items[position]
+                let name = names[position]!
+                if item.part != nil { crashPlan?.reach(.published) }
+                guard let planned = item.filing else {
+                    answer.endings[position] = .published(name: name ?? "")
+                    continue
+                }
+                var record = planned.status
+                if let part = item.part, let name {
+                    record.downloads[part.index].file = part.publication.part.folder.path + "/" + name
+                }
+                let filing = planned.filing(record)
+                do {
+                    try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
+                    staged[position] = filing
+                } catch {
+                    try? FileSystem.removeIfPresent(filing.temp)
+                    answer.endings[position] = .filingFailed(name: name, record: record, error)
+                }
+            }
+            var filed: [Int] = []
+            for position in staged.keys.sorted() {
+                let filing = staged[position]!
+                let name = names[position]!
+                switch filing.perform() {
+                case .filed(let done):
+                    answer.endings[position] = .filed(name: name, record: filing.status, done)
+                    filed.append(position)
+                case .left: answer.endings[position] = .left(name: name, record: filing.status)
+                case .failed(let error): answer.endings[position] = .filingFailed(name: name, record: filing.status, error)
+                }
+            }
+            syncFolders(filed.flatMap { items[$0].spoolFolders }, &answer)
+            return answer
+        }
+
+        /// The part's data made durable, then renamed under `on_conflict`: the name chosen.
+        private func publish(_ part: Part) -> Result<String, Failure> {
+            if durable {
+                do {
+                    _ = try retryingEINTR("fsync", part.data.path) { fsync(part.data.rawValue) }
+                } catch {
+                    return .failure(Failure(PartPublication.kind(of: error), error.description))
+                }
+            }
+            crashPlan?.reach(.dataComplete)
+            switch part.publication.perform() {
+            case .published(let name): return .success(name)
+            case .failed(let failure): return .failure(failure)
+            }
+        }
+
+        /// fsync(2) of each folder once (by device and inode), when the spool is durable.
+        private func syncFolders(_ folders: [DirectoryHandle], _ answer: inout Answer) {
+            guard durable else { return }
+            var seen = Set<[UInt64]>()
+            for folder in folders where seen.insert([folder.device, folder.inode]).inserted {
+                do {
+                    _ = try retryingEINTR("fsync", folder.path) { fsync(folder.descriptor) }
+                } catch {
+                    answer.unsynced.append(error)
+                }
+            }
+        }
+    }
+}
