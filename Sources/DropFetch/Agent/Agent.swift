@@ -193,7 +193,10 @@ public final class Agent {
                 descriptors = waitList(ownDescriptors + work + hashing)
             }
             schedule.refresh()
-            if case .running = state { runner.startRunnable() }
+            if case .running = state {
+                runner.startRunnable()
+                runner.growSplits()
+            }
             // The ends (publications, filings) of the last turn go to the worker as one request (JobFinish).
             context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan, logger: logger)
             if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }

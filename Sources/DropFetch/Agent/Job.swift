@@ -74,6 +74,12 @@ final class Job {
         spec.downloads.indices.map(download)
     }
 
+    /// The download indices (no `Download` made for them).
+    var indices: Range<Int> { spec.downloads.indices }
+
+    /// The records of the files published so far (`notePublished`), in download order.
+    var publishedFiles: [PublishedRecord] { publishedRecords.compactMap { $0 } }
+
     func download(_ index: Int) -> Download {
         Download(spec: spec.downloads[index], lifecycle: machine.downloads[index], part: parts[index],
                  publishedRecord: publishedRecords[index])

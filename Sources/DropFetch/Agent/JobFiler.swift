@@ -15,7 +15,7 @@ final class JobFiler: AgentPart {
     /// Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records that
     /// prove its published files are its own are put back for when it returns.
     func leftBeforeFiling(_ job: Job, _ record: StatusRecord) {
-        for case let (folder, name, saved?)? in job.downloads.map(\.publishedRecord) {
+        for case let (folder, name, saved?) in job.publishedFiles {
             if let key = spool.recordKey { PartFile.restoreRecord(saved, named: name, in: folder, key: key) }
         }
         logger.info("job left the work folder before it was filed", metadata: ["job": "\(record.job)"])

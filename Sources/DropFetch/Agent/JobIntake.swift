@@ -281,7 +281,7 @@ final class JobIntake: AgentPart {
         let due = previous?.retryAt.flatMap(Timestamp.parse).map { wall in
             clock.now() + max(0, wall - clock.wallSeconds()) * 1000
         }
-        for index in job.downloads.indices where !job.isFinished(index) {
+        for index in job.indices where !job.isFinished(index) {
             if let due {
                 runner.carryOut(job.apply(.waitsFromEarlierRun(until: due), to: index), job, index)
             } else {
@@ -295,7 +295,7 @@ final class JobIntake: AgentPart {
     /// is found again through its record when the download starts (`reservePart`).
     func restore(_ job: Job, from previous: StatusRecord) {
         // An attempt interrupted by a hold, a shutdown or a crash goes on without costing one.
-        for index in job.downloads.indices where index < previous.downloads.count {
+        for index in job.indices where index < previous.downloads.count {
             job.apply(.restored(saved: previous.downloads[index], attempts: previous.attempts), to: index)
         }
     }

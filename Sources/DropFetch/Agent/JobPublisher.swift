@@ -21,7 +21,7 @@ final class JobPublisher: AgentPart {
         job.apply(.publishing, to: index)
         let token = job.token(index)
         guard let publication = publication(of: part, result, job, index) else { return }
-        let isLast = job.downloads.indices.allSatisfy { $0 == index || job.isFinished($0) }
+        let isLast = job.indices.allSatisfy { $0 == index || job.isFinished($0) }
         var filing: (request: SpoolFiling, folders: [DirectoryHandle])?
         if isLast, !table.isCommitting(job) {
             let record = job.finalRecord(completing: index, file: part.folder.path + "/" + publication.request.target,
@@ -89,7 +89,7 @@ final class JobPublisher: AgentPart {
             logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
             folders = []
         }
-        let published = job.downloads.compactMap(\.publishedRecord).map { (folder: $0.folder, name: $0.name) }
+        let published = job.publishedFiles.map { (folder: $0.folder, name: $0.name) }
         let request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
                                           publishedRecords: published + (publishedRecord.map { [$0] } ?? []),
                                           removesState: job.stateFileMayExist, markedPart: markedPart)

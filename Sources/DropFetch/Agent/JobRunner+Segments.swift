@@ -66,6 +66,7 @@ extension JobRunner {
         ])
         logCap(job, connections: group.liveConnections, asked: settings,
                room: max(1, admission.room(host: entry.host, className: entry.className)) + opened.count, host: entry.host)
+        if group.liveConnections < settings.connections { growable.insert(lead.easy.key) }
     }
 
     /// After each curl_multi_perform(3): splits the downloads whose first response was accepted
@@ -89,7 +90,9 @@ extension JobRunner {
         let host = transfer.request.host
         let room = admission.room(host: host, className: job.record.className)
         guard room > 0 else {
-            return logger.debug("not split: no connection free for the host or class", metadata: ["job": "\(job.record.job)"])
+            // Split when a place frees up (`growSplits`).
+            growable.insert(key)
+            return logger.debug("not split yet: no connection free for the host or class", metadata: ["job": "\(job.record.job)"])
         }
         let map = PieceMap(total: total, done: transfer.written > 0 ? [PieceMap.Range(0, transfer.written)] : [])
         let group = SegmentedDownload(request: transfer.request, part: transfer.part, map: map, validator: validator,
@@ -114,6 +117,53 @@ extension JobRunner {
             "from": "\(transfer.written)",
         ])
         logCap(job, connections: group.liveConnections, asked: settings, room: 1 + room, host: host)
+        if group.liveConnections < settings.connections { growable.insert(key) }
+    }
+
+    /// Gives the places left after this turn's starts to running downloads that may open more
+    /// connections than they have (issue 36: a split download gains connections when another
+    /// job's end frees one): a download left unsplit for want of room is split now, a split one
+    /// opens segments on its largest pieces left. Queued downloads take their places first
+    /// (`startRunnable` runs before).
+    func growSplits() {
+        guard !growable.isEmpty, admission.hasRoom else { return }
+        for key in growable.sorted() {
+            guard let (lead, unit) = table.transfers(ofKey: key), let job = table.job(unit.job),
+                  job.phase(of: unit.download) == .running(key: key) else {
+                growable.remove(key)
+                continue
+            }
+            guard admission.room(host: lead.request.host, className: job.record.className) > 0 else { continue }
+            growable.remove(key)
+            if let group = table.group(key: key) {
+                grow(group, under: key, job, unit.download, host: lead.request.host)
+            } else {
+                split(key)
+            }
+        }
+    }
+
+    /// Opens more segments of the split download under `key`, as many as there is room for and
+    /// pieces of at least `min_size` left; kept in `growable` while it has fewer than it asked.
+    private func grow(_ group: SegmentedDownload, under key: Int, _ job: Job, _ index: Int, host: String) {
+        let settings = splitSettings(job, index)
+        guard group.liveConnections < settings.connections, !group.isComplete else { return }
+        let before = group.liveConnections
+        let opened: [Transfer]
+        do {
+            opened = try group.fill(limit: admission.room(host: host, className: job.record.className))
+        } catch {
+            return logger.warning("cannot open another segment: \(error)", metadata: ["job": "\(job.record.job)"])
+        }
+        // No piece left big enough to share: it will not grow again.
+        guard !opened.isEmpty else { return }
+        for segment in opened { openConnection(segment, of: key, host: host, className: job.record.className) }
+        job.apply(.connections(group.liveConnections), to: index)
+        bandwidth.applyRateLimits()
+        logger.info("split download gained connections", metadata: [
+            "job": "\(job.record.job)", "connections": "\(group.liveConnections)", "before": "\(before)",
+        ])
+        if group.liveConnections < settings.connections { growable.insert(key) }
     }
 
     /// Logs why a split download runs fewer connections than it asked: the tightest limit, else the piece size.
@@ -163,6 +213,8 @@ extension JobRunner {
             next = []
         }
         for segment in next { openConnection(segment, of: download, host: host, className: job.record.className) }
+        // A piece left unshared for want of room is shared when a place frees up.
+        if group.liveConnections < splitSettings(job, unit.download).connections { growable.insert(download) }
         if let reason = group.restartReason {
             restartSplit(group, lead, unit, job, reason: reason)
         } else if group.isComplete, group.running.isEmpty {

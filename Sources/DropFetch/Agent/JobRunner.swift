@@ -18,6 +18,9 @@ final class JobRunner: AgentPart {
     /// Downloads (by their transfer's key) whose first response was accepted in this loop turn:
     /// `openSegments` looks whether they may be split (JobRunner+Segments.swift).
     var splitCandidates: [Int] = []
+    /// Running downloads (by their first transfer's key) that may open more connections than they
+    /// have once a place frees up (`growSplits`).
+    var growable: Set<Int> = []
 
     init(context: AgentContext) {
         self.context = context

@@ -81,8 +81,8 @@ final class JobTable {
 
     /// The running downloads of `job` (one entry each, split or not).
     func transfers(of job: Job) -> [(transfer: Transfer, unit: Scheduler.Unit)] {
-        job.downloads.compactMap { download in
-            if case .running(let key) = download.phase { return transfers[key] }
+        job.indices.compactMap { index in
+            if case .running(let key) = job.phase(of: index) { return transfers[key] }
             return nil
         }
     }

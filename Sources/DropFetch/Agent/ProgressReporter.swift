@@ -31,7 +31,7 @@ struct ProgressReporter {
     static func snapshot(of table: JobTable, queued: Int, waiting: Int) -> ProgressSnapshot {
         var rows: [(started: Int64, download: ProgressSnapshot.Download)] = []
         for (transfer, unit) in table.allTransfers {
-            guard let job = table.job(unit.job), unit.download < job.downloads.count else { continue }
+            guard let job = table.job(unit.job), unit.download < job.indices.count else { continue }
             let download = job.download(unit.download)
             let file = download.status.file.map { path in String(path.split(separator: "/").last ?? Substring(path)) }
             rows.append((download.lifecycle.startedAt ?? 0, ProgressSnapshot.Download(

@@ -219,7 +219,7 @@ final class ScheduleGate: AgentPart {
         var released: Set<Scheduler.Unit> = heldInbox
         heldInbox.removeAll()
         for job in table.allJobs {
-            let held = job.downloads.indices.filter { job.phase(of: $0).heldReason != nil }
+            let held = job.indices.filter { job.phase(of: $0).heldReason != nil }
             guard !job.handle(.holdsEnded).isEmpty else { continue }
             for index in held { released.insert(Scheduler.Unit(job: job.id, download: index)) }
             filer.saveState(job)

@@ -81,7 +81,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
             json.field("http_status", download.httpStatus)
             json.field("resumed_from", download.resumedFrom)
             json.field("sha256", download.sha256)
-            json.field("seconds", (download.seconds * 1000).rounded() / 1000)
+            json.field("seconds", milliseconds: download.seconds)
             json.field("error", failure: download.error)
             if download.state == .running {
                 json.field("bytes_per_second", download.bytesPerSecond)
@@ -101,7 +101,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
         if let retryAt { json.field("retry_at", retryAt) }
         if let waitReason { json.field("reason", waitReason) }
         json.endObject()
-        return json.bytes + [0x0A]
+        return json.endLine()
     }
 
     public static func decode(_ bytes: [UInt8]) -> StatusRecord? {

@@ -44,19 +44,74 @@ struct JSONText {
     mutating func field(_ key: String, _ value: Int?) {
         prefix(key)
         guard let value else { return null() }
-        bytes.append(contentsOf: String(value).utf8)
+        integer(Int64(value))
     }
 
     mutating func field(_ key: String, _ value: Int64?) {
         prefix(key)
         guard let value else { return null() }
-        bytes.append(contentsOf: String(value).utf8)
+        integer(value)
     }
 
     mutating func field(_ key: String, _ value: Double) {
         prefix(key)
         let text = value.isFinite ? String(value) : "0"
-        bytes.append(contentsOf: text.utf8)
+        append(text)
+    }
+
+    /// Seconds to the millisecond, as `String(Double)` writes such a value (`0.0`, `1.5`,
+    /// `12.345`) without its conversion.
+    mutating func field(_ key: String, milliseconds value: Double) {
+        let scaled = (value * 1000).rounded()
+        guard value.isFinite, abs(scaled) < 1e15 else { return field(key, value) }
+        prefix(key)
+        var count = Int64(scaled)
+        if count < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            count = -count
+        }
+        integer(count / 1000)
+        bytes.append(UInt8(ascii: "."))
+        let fraction = count % 1000
+        if fraction == 0 { return bytes.append(UInt8(ascii: "0")) }
+        var digits = [UInt8(fraction / 100), UInt8(fraction / 10 % 10), UInt8(fraction % 10)]
+        while digits.last == 0 { digits.removeLast() }
+        for digit in digits { bytes.append(UInt8(ascii: "0") + digit) }
+    }
+
+    /// The document ended by a newline, as files are.
+    mutating func endLine() -> [UInt8] {
+        bytes.append(0x0A)
+        return bytes
+    }
+
+    /// A decimal integer, written digit by digit (no `String` made for it).
+    private mutating func integer(_ value: Int64) {
+        if value < 0 {
+            guard value != .min else { return append(String(value)) }
+            bytes.append(UInt8(ascii: "-"))
+            return integer(-value)
+        }
+        if value < 10 { return bytes.append(UInt8(ascii: "0") + UInt8(value)) }
+        var rest = value
+        var reversed: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                       UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &reversed) { digits in
+            while rest > 0 {
+                digits[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            }
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(digits[index]) }
+        }
+    }
+
+    /// A string's UTF-8 bytes, copied from its storage at once.
+    private mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     mutating func field(_ key: String, failure: Failure?) {
@@ -70,7 +125,7 @@ struct JSONText {
         endObject()
     }
 
-    private mutating func null() { bytes.append(contentsOf: "null".utf8) }
+    private mutating func null() { append("null") }
 
     private mutating func open() {
         depth += 1
@@ -85,7 +140,7 @@ struct JSONText {
 
     private mutating func newline() {
         bytes.append(UInt8(ascii: "\n"))
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: depth * 2))
+        for _ in 0..<depth * 2 { bytes.append(UInt8(ascii: " ")) }
     }
 
     /// Comma, newline and indent before a member, then `"key": ` inside objects.
@@ -97,8 +152,10 @@ struct JSONText {
         if let key {
             // Keys are the writer's own literals: nothing in them needs escaping.
             bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: key.utf8)
-            bytes.append(contentsOf: "\": ".utf8)
+            append(key)
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(UInt8(ascii: " "))
         }
     }
 
@@ -107,7 +164,7 @@ struct JSONText {
         bytes.append(UInt8(ascii: "\""))
         // Most values need no escape: copied whole.
         if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F }) {
-            bytes.append(contentsOf: value.utf8)
+            append(value)
             bytes.append(UInt8(ascii: "\""))
             return
         }

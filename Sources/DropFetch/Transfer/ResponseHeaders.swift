@@ -1,7 +1,15 @@
 /// The status and headers of one HTTP response, as the header callback sees them line by line.
 struct ResponseHeaders: Sendable {
     private(set) var status = 0
-    private var fields: [String: String] = [:]
+    /// The values of `ResponseHeaders.kept`, by position (empty until one arrives).
+    private var values: [String?] = []
+
+    /// The headers the agent reads (lower case); the others are skipped without a string made
+    /// for them (a small job's response carries about ten).
+    private static let kept: [[UInt8]] = [
+        "content-range", "content-length", "etag", "last-modified", "accept-ranges", "date",
+        "content-disposition", "location",
+    ].map { Array($0.utf8) }
 
     init() {}
 
@@ -31,38 +39,43 @@ struct ResponseHeaders: Sendable {
         text.withUTF8 { add(UnsafeRawBufferPointer($0)) }
     }
 
-    /// One `Name: value` line: the name lower-cased (ASCII, as RFC 9110 names are), the value
-    /// without surrounding blanks; worked on the bytes, one string each for name and value.
+    /// One `Name: value` line of a header the agent reads: the name matched without case (ASCII,
+    /// as RFC 9110 names are), the value kept without surrounding blanks.
     mutating func add(_ line: UnsafeRawBufferPointer) {
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
-        let name = String(unsafeUninitializedCapacity: colon) { buffer in
-            for index in 0..<colon {
-                let byte = line[index]
-                buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
-            }
-            return colon
-        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+              let position = ResponseHeaders.kept.firstIndex(where: { name in
+                  name.count == colon && zip(name, line).allSatisfy { wanted, byte in
+                      wanted == (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte)
+                  }
+              }) else { return }
         func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var start = colon + 1
         var end = line.count
         while start < end, isBlank(line[start]) { start += 1 }
         while end > start, isBlank(line[end - 1]) { end -= 1 }
-        fields[name] = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        if values.isEmpty { values = Array(repeating: nil, count: ResponseHeaders.kept.count) }
+        values[position] = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
 
-    subscript(name: String) -> String? { fields[name] }
+    /// The value of header `name` (lower case), when it is one the agent reads and it came.
+    subscript(name: String) -> String? {
+        guard !values.isEmpty, let position = ResponseHeaders.kept.firstIndex(where: { $0.elementsEqual(name.utf8) }) else {
+            return nil
+        }
+        return values[position]
+    }
 
     /// False for interim (1xx) responses and redirects that libcurl will follow.
     func isFinal(following: Bool) -> Bool {
         if (100...199).contains(status) { return false }
-        if following, [301, 302, 303, 307, 308].contains(status), fields["location"] != nil { return false }
+        if following, [301, 302, 303, 307, 308].contains(status), self["location"] != nil { return false }
         return true
     }
 
     /// The `Location` of a redirect (301, 302, 303, 307, 308), which the agent follows itself;
     /// nil for any other answer and for an empty `Location` (which libcurl ignores too).
     var redirectLocation: String? {
-        guard [301, 302, 303, 307, 308].contains(status), let location = fields["location"], !location.isEmpty else { return nil }
+        guard [301, 302, 303, 307, 308].contains(status), let location = self["location"], !location.isEmpty else { return nil }
         return location
     }
 

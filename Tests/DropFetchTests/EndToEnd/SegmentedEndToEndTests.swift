@@ -150,6 +150,34 @@ struct SegmentedEndToEndTests {
                 && capped.contains("concurrency.per_host 2"), "\(fixture.log)")
     }
 
+    @Test("per_host: 2, a split download started beside another job to the host gains its second connection when that job ends")
+    func splitGrowsWhenRoomFrees() throws {
+        let server = try TestHTTPServer()
+        let big = TestHTTPServer.randomBytes(8 * Self.mib, seed: 3604)
+        let small = TestHTTPServer.randomBytes(3 * Self.mib / 2, seed: 3605)
+        let drip = TestHTTPServer.Fault.drip(bytesPerChunk: 32 << 10, interval: .milliseconds(20))
+        // The big file's first answer comes once the small one runs: no place is free to split it.
+        server.serve("/big.bin", body: big, faults: [.times(1, .delay(.milliseconds(400))), drip])
+        server.serve("/small.bin", body: small, faults: [drip])
+        let fixture = try SpoolFixture(extraConfig: "split: { connections: 2, min_size: 1MiB }\nconcurrency: { total: 8, per_host: 2 }\n")
+        try fixture.drop("big.url", server.url("/big.bin") + "\n")
+        try fixture.drop("small.url", server.url("/small.bin") + "\n")
+        #expect(try fixture.runOnce() == 0, "\(fixture.log)")
+
+        #expect(fixture.downloaded("big.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(big))
+        #expect(fixture.downloaded("small.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(small))
+        #expect(try fixture.status("done", "big.url").downloads[0].connections == 2, "\(fixture.log)")
+        #expect(try fixture.status("done", "small.url").downloads[0].connections == 1)
+        #expect(server.maxConcurrentRequests == 2, "peak \(server.maxConcurrentRequests)")
+        let requests = server.completedRequests()
+        let smallEnd = try #require(requests.first { $0.path == "/small.bin" }?.finished)
+        let segment = try #require(requests.first { $0.path == "/big.bin" && $0.header("range") != nil }, "never split")
+        // Split once the small job's connection was free, within about a second (a loaded CI box: 2 s).
+        #expect(segment.received > smallEnd - .milliseconds(100), "split before a place was free")
+        #expect(segment.received - smallEnd < .seconds(2), "split \(segment.received - smallEnd) after the place freed")
+        #expect(fixture.log.contains("split download gained connections") || fixture.log.contains("download split"))
+    }
+
     /// Where a rate limit of 800K comes from: the job file, `limits.rate_limit` or the job's class.
     struct RateLimit: Sendable, CustomTestStringConvertible {
         let name: String
