@@ -37,7 +37,8 @@ final class GroupCommit {
             }
         }
 
-        fileprivate func workerTarget(durable: Bool) -> SyncWorker.Target {
+        /// What the worker does for this target; a task's request goes as its `exchange`'s work.
+        fileprivate func workerTarget(durable: Bool, exchange: WorkerExchange?) -> SyncWorker.Target {
             switch self {
             case .data(let file): return SyncWorker.Target(action: .syncFile(file, dataOnly: true), path: file.path)
             case .file(let file): return SyncWorker.Target(action: .syncFile(file, dataOnly: false), path: file.path)
@@ -49,22 +50,15 @@ final class GroupCommit {
             case .task(let task):
                 // Only the task's request goes; the task stays here for its answer. A task names
                 // its own files in its errors; its type's name would cost a demangling.
-                return SyncWorker.Target(action: .run(task.request), path: "")
-            }
-        }
-
-        /// The error a waiter on this target gets for `outcome`; a task takes its answer here,
-        /// on the loop, before any step's completion runs.
-        fileprivate func received(_ outcome: SyncWorker.Outcome) -> SystemError? {
-            switch (self, outcome) {
-            case (.task(let task), .answered(let answer)): return task.receive(erased: answer)
-            default: return outcome.error
+                let work = exchange?.work ?? { @Sendable [request = task.request] in _ = request.perform() }
+                return SyncWorker.Target(action: .run(work), path: "")
             }
         }
 
         /// The target done here, on the loop (no worker), with the error its waiters get.
         fileprivate func performInline(durable: Bool) -> SystemError? {
-            received(SyncWorker.perform(workerTarget(durable: durable)))
+            if case .task(let task) = self { return task.perform() }
+            return SyncWorker.perform(workerTarget(durable: durable, exchange: nil)).error
         }
 
         fileprivate var isSync: Bool {
@@ -88,6 +82,8 @@ final class GroupCommit {
     /// the targets' files and folders open until it is back).
     private struct Round {
         var targets: [Target] = []
+        /// A task target's trip to the worker and back, by the target's index.
+        var exchanges: [Int: WorkerExchange] = [:]
         var index: [Key: Int] = [:]
         /// Each waiter's targets (indices into `targets`) and what runs once they are durable.
         var waiters: [(targets: [Int], then: Completion)] = []
@@ -104,6 +100,7 @@ final class GroupCommit {
                 } else {
                     index[key] = targets.count
                     indices.append(targets.count)
+                    if case .task(let task) = target { exchanges[targets.count] = task.exchange() }
                     targets.append(target)
                 }
             }
@@ -202,7 +199,9 @@ final class GroupCommit {
         gathering = Round()
         batches += 1
         syncs += round.targets.count
-        worker.submit(SyncWorker.Batch(targets: round.targets.map { $0.workerTarget(durable: durable) }))
+        worker.submit(SyncWorker.Batch(targets: round.targets.indices.map {
+            round.targets[$0].workerTarget(durable: durable, exchange: round.exchanges[$0])
+        }))
         state = .syncing(worker, round)
     }
 
@@ -213,7 +212,7 @@ final class GroupCommit {
         guard let batch = worker.completed().first else { return }
         state = .idle(worker)
         // Every task of the batch takes its answer before the first step runs.
-        let errors = zip(round.targets, batch.outcomes).map { target, outcome in target.received(outcome) }
+        let errors = batch.outcomes.indices.map { round.exchanges[$0]?.collect() ?? batch.outcomes[$0].error }
         for waiter in round.waiters {
             ready.append((waiter.then, waiter.targets.lazy.compactMap { errors[$0] }.first))
         }

@@ -27,8 +27,9 @@ final class SyncWorker {
             case create(bytes: [UInt8], mode: UInt32, durable: Bool)
             /// The file at `path` replaced by one holding `bytes`, not synced (AtomicFile.write).
             case replace(bytes: [UInt8], mode: UInt32)
-            /// A step of the loop's done whole on the worker (`WorkerTask.request`).
-            case run(any WorkerRequest)
+            /// A step of the loop's done whole on the worker: a `WorkerTask`'s request, which puts
+            /// its typed answer where the task takes it back (`WorkerExchange`).
+            case run(@Sendable () -> Void)
         }
 
         let action: Action
@@ -40,10 +41,8 @@ final class SyncWorker {
         /// Done, and durable where asked.
         case done
         case failed(SystemError)
-        /// A request's answer (`run`), for its task on the loop (`WorkerTask.receive(erased:)`).
-        case answered(any Sendable)
 
-        /// The target's error; nil for an answer, which its task judges.
+        /// The target's error; nil for a request run, whose answer its task judges.
         var error: SystemError? {
             if case .failed(let error) = self { return error }
             return nil
@@ -220,8 +219,8 @@ final class SyncWorker {
                 try AtomicFile.writeTemp(bytes, at: target.path, mode: mode, durable: durable)
             case .replace(let bytes, let mode):
                 try AtomicFile.write(bytes, to: target.path, durable: false, mode: mode)
-            case .run(let request):
-                return .answered(request.perform())
+            case .run(let work):
+                work()
             }
             return .done
         } catch {

@@ -1,3 +1,5 @@
+import Glibc
+
 /// What a loop step hands to a worker thread (`SyncWorker`): a value done there whole, whose
 /// answer comes back to the loop with its batch. Both are `Sendable`, checked by the compiler: a
 /// request holds only values and immutable handles (descriptors as `FileDescriptor` and
@@ -31,12 +33,41 @@ extension WorkerTask {
         received(request.perform())
     }
 
-    /// `received` for an answer that came back in a batch, where answers of every kind travel
-    /// as `any Sendable`: it is this task's own request's answer.
-    func receive(erased answer: any Sendable) -> SystemError? {
-        guard let answer = answer as? Request.Answer else {
-            preconditionFailure("\(Self.self) got an answer of another request: \(type(of: answer))")
-        }
-        return received(answer)
+    /// The request as work for a worker and the step that takes its answer back on the loop,
+    /// typed end to end: the answer goes through a slot of the request's own `Answer` type, so
+    /// no answer is ever cast back from `any Sendable`.
+    func exchange() -> WorkerExchange {
+        let slot = WorkerExchange.Slot<Request.Answer>()
+        let request = self.request
+        return WorkerExchange(work: { slot.fill(request.perform()) }, collect: { [self] in
+            guard let answer = slot.take() else {
+                return SystemError(code: ECANCELED, operation: "take the answer of a worker request")
+            }
+            return received(answer)
+        })
     }
+}
+
+/// One request's trip to a worker and back (`WorkerTask.exchange()`): `work` runs on the worker,
+/// `collect` on the loop once the batch is back.
+struct WorkerExchange {
+    /// Where the worker puts a request's answer for the loop: written once, then read once, with
+    /// the batch queues' lock between the two.
+    final class Slot<Answer: Sendable>: Sendable {
+        private let value = Locked<Answer?>(nil)
+
+        func fill(_ answer: Answer) {
+            value.withLock { $0 = answer }
+        }
+
+        func take() -> Answer? {
+            value.withLock { stored in
+                defer { stored = nil }
+                return stored
+            }
+        }
+    }
+
+    let work: @Sendable () -> Void
+    let collect: () -> SystemError?
 }

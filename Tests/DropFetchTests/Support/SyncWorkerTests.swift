@@ -62,13 +62,14 @@ struct SyncWorkerTests {
     }
 
     static func batch(_ requests: [any WorkerRequest]) -> SyncWorker.Batch {
-        SyncWorker.Batch(targets: requests.map { SyncWorker.Target(action: .run($0), path: "") })
+        SyncWorker.Batch(targets: requests.map { request in
+            SyncWorker.Target(action: .run { _ = request.perform() }, path: "")
+        })
     }
 
     static func answers(_ batch: SyncWorker.Batch) -> [String] {
         batch.outcomes.map { outcome in
             switch outcome {
-            case .answered(let answer): return answer as? String ?? "?"
             case .done: return "done"
             case .failed(let error): return "failed: \(error)"
             }
@@ -108,7 +109,7 @@ struct SyncWorkerTests {
         worker.submit(Self.batch([Note(log: log, name: "b1"), Note(log: log, name: "b2")]))
         worker.submit(Self.batch([Note(log: log, name: "c1")]))
         let back = Self.collect(3, from: worker)
-        #expect(back.map(Self.answers) == [["a1", "done", "a2"], ["b1", "b2"], ["c1"]])
+        #expect(back.map(Self.answers) == [["done", "done", "done"], ["done", "done"], ["done"]])
         #expect(log.all == ["a1", "a2", "b1", "b2", "c1"])
         #expect(try String(contentsOfFile: folder + "/x", encoding: .utf8) == "x")
         #expect(worker.completed().isEmpty && !Self.isReadable(worker.descriptor))
@@ -126,7 +127,7 @@ struct SyncWorkerTests {
         gate.open()
         #expect(Self.isReadable(worker.descriptor, within: 10_000), "the batch did not come back within 10 s")
         let back = worker.completed()
-        #expect(back.map(Self.answers) == [["gate"]])
+        #expect(back.map(Self.answers) == [["done"]])
         #expect(!Self.isReadable(worker.descriptor), "completed() left the descriptor readable")
         #expect(worker.completed().isEmpty)
     }
@@ -193,5 +194,60 @@ struct SyncWorkerTests {
         #expect(handshake.openedInJoin, "the gate opened before deinit waited")
         #expect(gate.hasFinished, "deinit returned before its batch was done")
         #expect(log.all == ["rest of A"], "the batch begun is finished, the one not begun dropped: \(log.all)")
+    }
+}
+
+/// A worker task's trip as the group commit makes it: the request runs on the worker, its answer
+/// comes back typed to the task on the loop.
+@Suite("Worker exchange")
+struct WorkerExchangeTests {
+    /// A task whose request counts the bytes of a name, and that keeps the count it receives.
+    final class Length: WorkerTask {
+        struct Request: WorkerRequest {
+            let name: String
+            func perform() -> Int { name.utf8.count }
+        }
+
+        let request: Request
+        private(set) var answer: Int?
+
+        init(_ name: String) { request = Request(name: name) }
+
+        func received(_ answer: Int) -> SystemError? {
+            self.answer = answer
+            return answer > 3 ? nil : SystemError(code: EINVAL, operation: "measure", path: request.name)
+        }
+    }
+
+    @Test("the worker's answer reaches its task through the group commit, with the error the task makes of it")
+    func answersReachTheirTasks() throws {
+        let commit = GroupCommit(durable: false) { Issue.record("no worker: \($0)") }
+        let long = Length("abcdef")
+        let short = Length("ab")
+        var errors: [String: SystemError?] = [:]
+        commit.sync([.task(long)]) { errors["long"] = $0 }
+        commit.sync([.task(short)]) { errors["short"] = $0 }
+        commit.sync([.task(long)]) { errors["long again"] = $0 }
+        commit.flush()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while errors.count < 3, ContinuousClock.now < deadline {
+            var entry = pollfd(fd: commit.descriptor ?? -1, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, 100)
+            commit.collect()
+            commit.runReadySteps()
+        }
+        #expect(long.answer == 6 && short.answer == 2)
+        #expect(errors["long"].map { $0 == nil } == true && errors["long again"].map { $0 == nil } == true)
+        #expect(errors["short"]??.code == EINVAL)
+    }
+
+    @Test("without a worker the exchange is the same: work, then collect on the caller's thread")
+    func exchangeInPlace() {
+        let task = Length("four")
+        let exchange = task.exchange()
+        #expect(task.answer == nil)
+        exchange.work()
+        #expect(exchange.collect() == nil && task.answer == 4)
+        #expect(exchange.collect()?.code == ECANCELED, "an answer is taken once")
     }
 }
