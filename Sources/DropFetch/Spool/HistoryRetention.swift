@@ -18,6 +18,11 @@ struct HistoryRetention {
         let status: String
         /// The status file's `finished` time (Unix seconds).
         let finished: Int64
+        /// The status file's modification time (ns): of two records finished in one second, the later.
+        let modified: Int64
+
+        /// Older first: by `finished`, then by when the status was written.
+        func isOlder(than other: Record) -> Bool { (finished, modified) < (other.finished, other.modified) }
     }
 
     /// What a rule selects: pairs oldest first, lone status files, and what it kept unread.
@@ -64,15 +69,15 @@ struct HistoryRetention {
             for name in names where name.hasSuffix(HistoryRetention.statusSuffix) {
                 if stop() { return Selection() }
                 let stem = name.dropLast(HistoryRetention.statusSuffix.utf8.count)
-                guard !stem.isEmpty, let finished = HistoryRetention.finishedTime(of: name, in: folder) else {
+                guard !stem.isEmpty, let (finished, modified) = HistoryRetention.finishedTime(of: name, in: folder) else {
                     selection.unreadable += 1
                     continue
                 }
-                let record = Record(folder: folder, job: jobByStem[stem], status: name, finished: finished)
+                let record = Record(folder: folder, job: jobByStem[stem], status: name, finished: finished, modified: modified)
                 if record.job == nil { lone.append(record) } else { pairs.append(record) }
             }
         }
-        pairs.sort { $0.finished < $1.finished }
+        pairs.sort { $0.isOlder(than: $1) }
         var cut = 0
         if let keep = rule.keep {
             let limit = now - keep.wholeSeconds
@@ -125,11 +130,13 @@ struct HistoryRetention {
     }
 
     /// The `finished` time of the status file `name` (UntrustedFile: a peer may have put anything
-    /// there), by a look for the key as the agent writes it, else by decoding the whole record.
-    static func finishedTime(of name: String, in folder: DirectoryHandle) -> Int64? {
-        guard let file = try? folder.readUntrusted(name, limit: StatusRecord.maxFileSize) else { return nil }
-        if let seconds = quickFinished(file.bytes) { return seconds }
-        return StatusRecord.decode(file.bytes)?.finished.flatMap(Timestamp.parse)
+    /// there), by a look for the key as the agent writes it, else by decoding the whole record;
+    /// with the file's modification time (ns).
+    static func finishedTime(of name: String, in folder: DirectoryHandle) -> (finished: Int64, modified: Int64)? {
+        guard let file = try? folder.readUntrusted(name, limit: StatusRecord.maxFileSize),
+              let seconds = quickFinished(file.bytes) ?? StatusRecord.decode(file.bytes)?.finished.flatMap(Timestamp.parse)
+        else { return nil }
+        return (seconds, file.modified)
     }
 
     private static let finishedKey = Array("\n  \"finished\": \"".utf8)
