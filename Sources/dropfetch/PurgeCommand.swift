@@ -18,7 +18,7 @@ struct Purge: ParsableCommand {
 
     @OptionGroup var options: ConfigOption
     @Option(name: .customLong("older-than"), help: ArgumentHelp(
-        "Remove finished jobs whose finished time is older than this.", valueName: "duration (90m, 30d)"))
+        "Remove finished jobs whose finished time is older than this (90m, 30d).", valueName: "duration"))
     var olderThan: String?
     @Option(name: .customLong("keep-jobs"), help: ArgumentHelp(
         "Keep at most this many finished jobs (done/ and failed/ together), removing the oldest.", valueName: "N"))
