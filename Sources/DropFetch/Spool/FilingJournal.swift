@@ -21,6 +21,9 @@ final class FilingJournal: Sendable {
     /// The first line; a file that does not begin with it (an older version, a torn or forged
     /// file) is not read.
     static let header = "dropfetch-filings 1\n"
+    /// Less the umask: group members' commands (`cancel`) append to the agent's journal, as they
+    /// move files in the spool's folders.
+    static let mode: UInt32 = 0o664
     /// A journal longer than this is rotated at the next append.
     static let rotationSize: Int64 = 256 << 10
 
@@ -59,7 +62,7 @@ final class FilingJournal: Sendable {
                 // Another writer of this journal (a command) rotated it first.
             }
         }
-        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o644)
+        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: FilingJournal.mode)
         let info = try file.status()
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw SystemError(code: EINVAL, operation: "open (not a regular file)", path: path) }
         var size = Int64(info.st_size)
