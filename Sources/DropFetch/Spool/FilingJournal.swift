@@ -36,7 +36,8 @@ final class FilingJournal: Sendable {
     }
 
     /// Appends the line of a record filed as `folder/name` now. A failure is not the filing's: the
-    /// line is lost (the record shows once the view falls back to a scan) and the file begun again.
+    /// line is lost (the record is missing from the view, as one put into done/ by hand) and the
+    /// journal is opened again at the next filing.
     func append(name: String, outcome: Spool.Outcome) {
         let line = Array(FilingJournal.line(nanoseconds: FilingJournal.now(), outcome: outcome, name: name).utf8)
         state.withLock { state in
@@ -52,9 +53,11 @@ final class FilingJournal: Sendable {
 
     /// Opens the journal for appending (O_APPEND | O_NOFOLLOW | O_NONBLOCK: never a symlink or a
     /// FIFO planted by a peer), rotating it first when it is past `rotationSize`, and writes the
-    /// header into a new one.
+    /// header into a new one. One that does not begin with this version's header (an older
+    /// binary's, or a peer's) is removed first: readers would never use it.
     private func open(_ state: inout State) throws(SystemError) {
         state.file = nil
+        if !FilingJournal.beginsWithHeader(path) { try FileSystem.removeIfPresent(path) }
         if let info = try? FileSystem.lstatus(path), Int64(info.st_size) > FilingJournal.rotationSize {
             do {
                 try FileSystem.rename(path, to: path + ".1")
@@ -72,6 +75,17 @@ final class FilingJournal: Sendable {
         }
         state.file = file
         state.size = size
+    }
+
+    /// Whether the file at `path` is missing, empty or begins with `header` (a regular file only).
+    static func beginsWithHeader(_ path: String) -> Bool {
+        let header = Array(FilingJournal.header.utf8)
+        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else {
+            return !FileSystem.exists(path)
+        }
+        guard let info = try? file.status(), (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard info.st_size > 0 else { return true }
+        return (try? file.read(upTo: header.count, expected: header.count)) == header
     }
 
     /// One line of the journal.

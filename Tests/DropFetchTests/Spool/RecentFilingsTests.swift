@@ -73,6 +73,18 @@ struct RecentFilingsTests {
         #expect(shown == scanned)
     }
 
+    @Test("an agent's journal of another version (or a peer's garbage) is begun again at the next open")
+    func writerBeginsAgain() throws {
+        let spool = try HistorySpool()
+        try Data("dropfetch-filings 0\n1 d old.url\n".utf8).write(to: URL(fileURLWithPath: spool.journalPath))
+        for index in 0..<20 { try spool.file("n\(index).url", .done) }
+        let text = try String(contentsOfFile: spool.journalPath, encoding: .utf8)
+        #expect(text.hasPrefix(FilingJournal.header) && !text.contains("old.url"))
+        let journaled = try #require(RecentFilings.read(root: spool.root, done: spool.root + "/done",
+                                                        failed: spool.root + "/failed", limit: 20))
+        #expect(journaled.map(\.job) == spool.recentJobs().scanned)
+    }
+
     @Test("a torn last line is left out; lines naming records not in done/ or failed/ are never shown")
     func tornAndGhostLines() throws {
         let spool = try Self.filedSpool()
