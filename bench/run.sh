@@ -16,13 +16,16 @@
 #      connection): split=8 against one connection and against `aria2c -x8 -s8 -k1M`; and unthrottled,
 #      split=8 against one connection (bench/p7-split.sh)
 #   ratelimit: bench/ratelimit.sh
+#   P8 (opt-in: BENCH_ONLY=p8) BENCH_P8_JOBS (200000; 1000000 as issue 38 asks needs ~9 GiB of tmpfs)
+#      finished jobs on tmpfs: status and status --json warm, the full scan they replace, agent
+#      start-up and its retention pass (longest loop turn), purge of 90 % (bench/p8-history.py)
 # Each case runs BENCH_WARMUP (1, P1/P2/P6 only) unmeasured and BENCH_REPEAT (3) measured times,
 # tools interleaved; the tables show medians. Every P1/P2 run's output is verified.
 # Environment: DROPFETCH (binary), CURL (the curl compared against; default bench/out/curl8/curl,
 # the curl 8 of bench/curl8.sh, when there is one, else curl), BENCH_ONLY (comma list of p1..p7,
 # ratelimit; big = p1, small = p2), BENCH_REPEAT, BENCH_WARMUP, BENCH_DISK (/var/tmp), BENCH_BIG_MB,
 # BENCH_SMALL_COUNT, BENCH_P3_DROPS, BENCH_P3_LOAD, BENCH_P3_REPEAT, BENCH_P4_JOBS, BENCH_P5_SECONDS,
-# BENCH_P5_REPEAT, BENCH_P6_JOBS, BENCH_RATE, BENCH_RATE_MB, BENCH_P7_MB, BENCH_P7_REPEAT, BENCH_RESULTS
+# BENCH_P5_REPEAT, BENCH_P6_JOBS, BENCH_RATE, BENCH_RATE_MB, BENCH_P7_MB, BENCH_P7_REPEAT, BENCH_P8_JOBS, BENCH_RESULTS
 # (bench/RESULTS.md; empty: not written).
 set -euo pipefail
 export LC_ALL=C
@@ -58,6 +61,7 @@ BENCH_P6_JOBS=${BENCH_P6_JOBS:-8000}
 BENCH_RATE_MB=${BENCH_RATE_MB:-4}
 BENCH_P7_MB=${BENCH_P7_MB:-512}
 BENCH_P7_REPEAT=${BENCH_P7_REPEAT:-$BENCH_REPEAT}
+BENCH_P8_JOBS=${BENCH_P8_JOBS:-200000}
 BENCH_RESULTS=${BENCH_RESULTS-$ROOT/bench/RESULTS.md}
 SMALL_KIB=16
 CONCURRENCY=16
@@ -71,15 +75,15 @@ CASES=()
 for c in ${BENCH_ONLY//,/ }; do
     case $c in
         big) CASES+=(p1) ;; small) CASES+=(p2) ;;
-        p1|p2|p3|p4|p5|p6|p7|ratelimit) CASES+=("$c") ;;
-        *) die "BENCH_ONLY: unknown case '$c' (p1 … p7, ratelimit; big, small)" ;;
+        p1|p2|p3|p4|p5|p6|p7|p8|ratelimit) CASES+=("$c") ;;
+        *) die "BENCH_ONLY: unknown case '$c' (p1 … p8, ratelimit; big, small)" ;;
     esac
 done
 (( ${#CASES[@]} )) || CASES=(p1 p2 p3 p4 p5 p6 p7 ratelimit)
 want() { [[ " ${CASES[*]} " == *" $1 "* ]]; }
 
 for v in BENCH_REPEAT BENCH_BIG_MB BENCH_SMALL_COUNT BENCH_P3_DROPS BENCH_P3_REPEAT BENCH_P4_JOBS \
-         BENCH_P5_SECONDS BENCH_P5_REPEAT BENCH_P6_JOBS BENCH_RATE_MB BENCH_P7_MB BENCH_P7_REPEAT; do
+         BENCH_P5_SECONDS BENCH_P5_REPEAT BENCH_P6_JOBS BENCH_RATE_MB BENCH_P7_MB BENCH_P7_REPEAT BENCH_P8_JOBS; do
     is_uint "${!v}" || die "$v must be a positive integer"
 done
 [[ $BENCH_WARMUP =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer"
@@ -132,6 +136,8 @@ want p4 && need_t=$(( need_t + BENCH_P4_JOBS / 200 + 64 ))
 want p6 && need_t=$(( need_t + 2 * BENCH_P6_JOBS * (SMALL_KIB + 8) / 1024 + 1 ))
 want ratelimit && need_t=$(( need_t + 4 * BENCH_RATE_MB ))
 want p7 && need_t=$(( need_t + BENCH_P7_MB ))
+# Two files a job, a page each, and their inodes and dentries.
+want p8 && need_t=$(( need_t + BENCH_P8_JOBS * 9 / 1024 + 64 ))
 if (( EUID == 0 )); then
     T=$(mktemp -d /tmp/dropfetch-bench-tmpfs.XXXXXX)
     if mount -t tmpfs -o "size=${need_t}m,mode=0755" dropfetch-bench "$T" 2>/dev/null; then
@@ -469,6 +475,15 @@ if want p4; then
     rm -rf -- "$T/p4"
 fi
 
+if want p8; then
+    w=$T/p8; rm -rf -- "$w"; mkdir -p "$w"
+    script_run "p8" env DROPFETCH="$DROPFETCH" WORK="$w" JOBS="$BENCH_P8_JOBS" python3 "$ROOT/bench/p8-history.py"
+    for k in status_ms status_json_ms scan_ms startup_ms startup_pass_s stall_ms purged purge_s purge_cpu_s status_after_ms; do
+        add "p8|$k" "$(field "$LINE" "$k")"
+    done
+    rm -rf -- "$w"
+fi
+
 if want p5 && command -v strace >/dev/null; then
     for (( r = 1; r <= BENCH_P5_REPEAT; r++ )); do
         w=$D/p5; rm -rf -- "$w"; mkdir -p "$w"
@@ -564,6 +579,18 @@ if want p2; then
     st=$(maximum "p2|stall"); stms=""; [[ -n $st ]] && stms=$(awk -v x="$st" 'BEGIN { printf "%.1f", x * 1000 }')
     row P2 "  longest loop turn (dropfetch_loop_stall_seconds, max of runs)" "$(ms "$stms")" "< 10 ms" "-" "-" \
         "$([[ -n $stms ]] && check "$stms" "<" 10 || echo "not in this build's metrics")"
+fi
+if want p8; then
+    row P8 "${BENCH_P8_JOBS} finished jobs: status, warm (median of 5)" "$(ms "$(median "p8|status_ms")")" "≤ 100 ms" "-" "-" \
+        "$(check "$(median "p8|status_ms")" "<=" 100)"
+    row P8 "  status --json" "$(ms "$(median "p8|status_json_ms")")" "≤ 100 ms" "-" "-" "$(check "$(median "p8|status_json_ms")" "<=" 100)"
+    row P8 "  status by the full scan (no journals; what it replaces)" "$(ms "$(median "p8|scan_ms")")" "-" "-" "-" "-"
+    row P8 "  agent start-up (exec → agent started)" "$(ms "$(median "p8|startup_ms")")" "≤ 1000 ms" "-" "-" \
+        "$(check "$(median "p8|startup_ms")" "<=" 1000)"
+    row P8 "  start-up retention pass (reads every record, removes 1000)" "$(s "$(median "p8|startup_pass_s")")" "-" "-" "-" "-"
+    row P8 "  longest loop turn meanwhile" "$(ms "$(median "p8|stall_ms")")" "< 10 ms" "-" "-" "$(check "$(median "p8|stall_ms")" "<" 10)"
+    row P8 "  purge of $(median "p8|purged") records (CPU $(median "p8|purge_cpu_s") s)" "$(s "$(median "p8|purge_s")")" "≤ 60 s" "-" "-" \
+        "$(check "$(median "p8|purge_s")" "<=" 60)"
 fi
 if want p3; then
     row P3 "drop → request, ${BENCH_P3_DROPS} drops, idle: p50 / p99 / max" \

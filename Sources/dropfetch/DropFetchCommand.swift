@@ -16,7 +16,7 @@ struct DropFetchCommand: ParsableCommand {
 
             Every command reads its config from --config, else $DROPFETCH_CONFIG, else \
             \(ConfigOption.systemPath) if it exists, else built-in defaults (spool ./spool, \
-            destination <spool>/downloads). Commands that work on a spool (status, hold, release, \
+            destination <spool>/downloads). Commands that work on a spool (status, hold, release, purge, \
             cancel, retry) never create one: on a spool that does not exist they exit 3; add makes \
             one as run would when its parent folder exists.
 
@@ -29,6 +29,6 @@ struct DropFetchCommand: ParsableCommand {
             source tree, installed under share/doc/dropfetch/.
             """,
         version: DropFetchVersion.string,
-        subcommands: [Run.self, Check.self, Status.self, Add.self, Hold.self, Release.self, Cancel.self, Retry.self,
+        subcommands: [Run.self, Check.self, Status.self, Add.self, Hold.self, Release.self, Cancel.self, Retry.self, Purge.self,
                       ConfigManual.self])
 }

@@ -62,6 +62,8 @@ public final class Agent {
     private var startedAt: Int64 = 0
     private var lastScan: Int64 = 0
     private var lastCleanup: Int64 = 0
+    /// Finished jobs' records removed under `history:`, on a thread of its own.
+    private let history: HistoryPass
 
     private var config: Config {
         _read { yield context.config }
@@ -86,6 +88,7 @@ public final class Agent {
         let crashPlan = CrashPlan.fromEnvironment()
         let spool = Spool(root: root, agentID: agentID, durable: config.fsync)
         spool.crashPlan = crashPlan
+        history = HistoryPass(spoolRoot: root)
         context = AgentContext(config: config, options: options, logger: logger, spool: spool, agentID: agentID,
                                destinationRoot: Agent.absolute(config.destination ?? root + "/downloads"),
                                multi: try CurlMulti(), crashPlan: crashPlan, clock: clock)
@@ -304,6 +307,7 @@ public final class Agent {
     /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
     private func finalStatus() -> ExitStatus {
         schedule.finish()
+        if options.once, let removal = history.runNow(rule: config.history) { noteHistory(removal) }
         writeMetrics()
         writeFinalStatusPage()
         if case .stopping = state {
@@ -340,6 +344,7 @@ public final class Agent {
         if let due = progress?.deadline(running: table.runningCount) { deadline = min(deadline, due) }
         if let due = context.metrics?.nextWrite(metricsGauges) { deadline = min(deadline, due) }
         if let due = statusPageDeadline { deadline = min(deadline, due) }
+        if !options.once, let due = history.nextWake(rule: config.history) { deadline = min(deadline, due) }
         // SIGCHLD wakes an agent that reads signals; one that does not looks for its hooks' ends.
         if context.hooks.isRunning, signals == nil || options.once, let until = context.hooks.waitUntil {
             deadline = min(deadline, signals == nil ? now + 100 : until)
@@ -361,6 +366,7 @@ public final class Agent {
         }
         for (job, record) in table.filingDue(now: now) { publisher.file(job, record) }
         if intake.inbox.nextSettleCheck.map({ $0 <= clock.wallNanoseconds() }) == true { intake.recheckUnsettled() }
+        if !options.once, let removal = history.turn(now: now, rule: config.history) { noteHistory(removal) }
         if now - lastCleanup >= 3_600_000 {
             lastCleanup = now
             spool.removeStaleTemporaries()
@@ -375,6 +381,15 @@ public final class Agent {
                 intake.scanInbox()
             }
         }
+    }
+
+    /// Logs a retention pass that removed something, and counts it (dropfetch_history_removed_total).
+    private func noteHistory(_ removal: HistoryRetention.Removal) {
+        if removal.removed > 0 {
+            logger.info("history: removed \(removal.removed) finished jobs", metadata: ["removed": "\(removal.removed)"])
+            context.metrics?.historyRemoved(removal.removed)
+        }
+        if let error = removal.error { logger.warning("history: records not removed: \(error)") }
     }
 
     /// `start + duration` in monotonic milliseconds, saturating instead of trapping.

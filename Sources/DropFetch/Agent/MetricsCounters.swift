@@ -11,9 +11,12 @@ struct MetricsCounters: Codable, Equatable {
     var retries: Int64 = 0
     /// When a job was last filed as done (Unix seconds), if ever.
     var lastSuccess: Int64?
+    /// Finished jobs removed under `history:`.
+    var historyRemoved: Int64 = 0
 
     enum CodingKeys: String, CodingKey {
         case jobs, receivedBytes = "received_bytes", retries, lastSuccess = "last_success"
+        case historyRemoved = "history_removed"
     }
 
     init() {}
@@ -25,6 +28,7 @@ struct MetricsCounters: Codable, Equatable {
         receivedBytes = try container.decodeIfPresent([String: Int64].self, forKey: .receivedBytes) ?? [:]
         retries = try container.decodeIfPresent(Int64.self, forKey: .retries) ?? 0
         lastSuccess = try container.decodeIfPresent(Int64.self, forKey: .lastSuccess)
+        historyRemoved = try container.decodeIfPresent(Int64.self, forKey: .historyRemoved) ?? 0
     }
 
     /// Both runs' counts together; the later last success.
@@ -33,6 +37,7 @@ struct MetricsCounters: Codable, Equatable {
         sum.jobs.merge(other.jobs, uniquingKeysWith: +)
         sum.receivedBytes.merge(other.receivedBytes, uniquingKeysWith: +)
         sum.retries += other.retries
+        sum.historyRemoved += other.historyRemoved
         sum.lastSuccess = [lastSuccess, other.lastSuccess].compactMap { $0 }.max()
         return sum
     }

@@ -120,6 +120,12 @@ final class MetricsFile {
         changed = true
     }
 
+    /// Counts finished jobs removed under `history:`.
+    func historyRemoved(_ count: Int) {
+        current.historyRemoved += Int64(count)
+        changed = true
+    }
+
     /// When the file should next be written (monotonic ms): nil while nothing changed.
     func nextWrite(_ gauges: Gauges) -> Int64? {
         guard changed || gauges != writtenGauges else { return nil }
@@ -187,6 +193,8 @@ final class MetricsFile {
                })
         metric("dropfetch_retries_total", "counter", "Attempts that failed and were scheduled again.",
                [("", "\(counters.retries)")])
+        metric("dropfetch_history_removed_total", "counter", "Finished jobs whose records history: removed, counted across runs.",
+               [("", "\(counters.historyRemoved)")])
         metric("dropfetch_last_success_timestamp_seconds", "gauge",
                "When a job was last filed as done (Unix time); 0 before the first.", [("", "\(counters.lastSuccess ?? 0)")])
         metric("dropfetch_transfers_active", "gauge", "Downloads running now.", [("", "\(gauges.active)")])

@@ -121,6 +121,8 @@ public struct Config: Sendable, Equatable {
     public var quotas: [Quota] = []
     /// `split:` connections per download (Config+Split.swift).
     public var split = Split()
+    /// `history:` retention of finished jobs (Config+History.swift); nil keeps them forever.
+    public var history: History?
 
     public init() {}
 }

@@ -16,7 +16,7 @@ public enum ConfigLoader {
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "digest", "classes",
         "hooks", "metrics_file", "status_page", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
-        "schedule", "quota", "split",
+        "schedule", "quota", "split", "history",
     ] + networkKeys
 
     /// Reads and validates the file at `path`.
@@ -84,6 +84,7 @@ public enum ConfigLoader {
                 case "schedule": schedule = field
                 case "quota": quota = field
                 case "split": config.split = try split(field, inheriting: Config.Split())
+                case "history": config.history = try history(field)
                 case "hooks": config.hooks = try hooks(field)
                 case "metrics_file": config.metricsFile = try field.optionalFilePath()
                 case "status_page": config.statusPage = try statusPage(field)

@@ -86,6 +86,10 @@ public enum ConfigReference {
             Entry(key: "hooks.on_failed", value: "argv list", meaning: "Run when a job failed for good."),
             Entry(key: "hooks.on_idle", value: "argv list", meaning: "Run when the queue drained."),
         ]),
+        ("History", [
+            Entry(key: "history.keep", value: "duration (s, m, h, d)", meaning: "A finished job's record pair in done/ or failed/ is removed once its finished time is older than this (at start-up, hourly, and at the end of run --once). Default: kept forever."),
+            Entry(key: "history.max_jobs", value: "integer", meaning: "At most this many finished jobs are kept, done/ and failed/ together, the oldest removed first. Default: no limit."),
+        ]),
         ("Schedule and quotas", [
             Entry(key: "schedule[].days", value: "Mon-Fri | Sat,Sun | daily", meaning: "Days of the window, local time. Default: daily."),
             Entry(key: "schedule[].time", value: "HH:MM-HH:MM", meaning: "The window's hours, local time; required."),

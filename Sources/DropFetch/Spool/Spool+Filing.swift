@@ -49,6 +49,7 @@ extension Spool {
                                          firstFree: knownFreeRecordNumber(for: staged.status.job, in: folder),
                                          crashPlan: crashPlan, statusWritten: statusWritten)
         noteFiled(filed)
+        journal.append(name: FileSystem.baseName(of: filed.jobPath), outcome: staged.outcome)
         return filed.jobPath
     }
 

@@ -169,6 +169,7 @@ extension Spool {
     func completeFiling(_ workName: String, to jobPath: String, from folder: String? = nil) throws(SystemError) {
         let folder = folder ?? work
         try FileSystem.renameNoReplace(folder + "/" + workName, to: jobPath)
+        journal.append(name: FileSystem.baseName(of: jobPath), outcome: FileSystem.directoryName(of: jobPath) == done ? .done : .failed)
         try? FileSystem.removeIfPresent(folder + "/" + Spool.stateName(forJob: workName))
         if durable {
             try FileSystem.syncDirectory(FileSystem.directoryName(of: jobPath))

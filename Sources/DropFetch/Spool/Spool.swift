@@ -40,6 +40,8 @@ final class Spool {
     /// Routing folders found deeper than `InboxScan.maxDepth` and already reported.
     var reportedDeepFolders: Set<String> = []
     var crashPlan: CrashPlan?
+    /// This agent's journal of filings (RecentFilings reads it for the recent view).
+    let journal: FilingJournal
 
     /// The folders every agent of a spool shares, made by `open()` (and by `add` on a new spool).
     static let folderNames = ["inbox", "hold", "done", "failed", "work"]
@@ -54,6 +56,7 @@ final class Spool {
         failed = root + "/failed"
         workRoot = root + "/work"
         work = workRoot + "/" + agentID
+        journal = FilingJournal(root: root, agent: agentID)
     }
 
     /// Creates missing folders and takes this agent's `work/<agent>/.lock` (flock(2)).

@@ -37,6 +37,8 @@ struct SpoolFiling: WorkerRequest {
     let markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)?
     /// Checks the owner marks of the job's other published files before they are removed.
     let key: RecordKey?
+    /// Told of the filing once the job file is in place (the recent view, RecentFilings).
+    let journal: FilingJournal
 
     /// The filing of the job file at `source` under `status`, planned on the loop (the record
     /// numbers the spool remembers are the loop's).
@@ -55,6 +57,7 @@ struct SpoolFiling: WorkerRequest {
         self.publishedRecords = publishedRecords
         self.markedPart = markedPart
         key = spool.recordKey
+        journal = spool.journal
     }
 
     /// The same filing under another status (its `file` names filled in on the worker).
@@ -82,6 +85,7 @@ struct SpoolFiling: WorkerRequest {
                 for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
                 unmarked += removeOwnerMarks(of: owner)
             }
+            journal.append(name: FileSystem.baseName(of: filed.jobPath), outcome: outcome)
             if let statePath { try? FileSystem.removeIfPresent(statePath) }
             return .filed(filed)
         } catch {

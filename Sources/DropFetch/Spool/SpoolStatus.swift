@@ -56,18 +56,25 @@ public struct SpoolStatus: Sendable {
             heldStates[name] = readRecord(spool.hold + "/" + Spool.stateName(forJob: name))
                 ?? classified(heldJob: spool.hold + "/" + name, config: config)
         }
+        let recent = RecentFilings.read(root: root, done: spool.done, failed: spool.failed, limit: recentLimit)
+            ?? scanRecent(done: spool.done, failed: spool.failed, limit: recentLimit)
+        return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
+                           waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent,
+                           goneAgents: gone, schedule: ScheduleStatus.read(config: config, now: Int64(time(nil))))
+    }
+
+    /// The newest `limit` status records of done/ and failed/ by their files' modification times,
+    /// newest first: an lstat(2) of every status file, for when the filing journals cannot answer.
+    static func scanRecent(done: String, failed: String, limit: Int) -> [StatusRecord] {
         var finished: [(modified: Int64, path: String)] = []
-        for folder in [spool.done, spool.failed] {
+        for folder in [done, failed] {
             for entry in (try? FileSystem.entries(of: folder)) ?? [] where entry.name.hasSuffix(".status.json") {
                 let path = folder + "/" + entry.name
                 guard !entry.name.hasPrefix("."), let info = try? FileSystem.lstatus(path) else { continue }
                 finished.append((Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), path))
             }
         }
-        let recent = finished.sorted { $0.modified > $1.modified }.prefix(recentLimit).compactMap { readRecord($0.path) }
-        return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
-                           waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent,
-                           goneAgents: gone, schedule: ScheduleStatus.read(config: config, now: Int64(time(nil))))
+        return finished.sorted { $0.modified > $1.modified }.prefix(limit).compactMap { readRecord($0.path) }
     }
 
     /// The number of jobs in a hold/ folder (one readdir(3)); 0 when it cannot be read.

@@ -15,6 +15,7 @@ struct ConfigReferenceTests {
         ("limits", "limits: { zz: 1 }\n"),
         ("limits.low_speed", "limits: { low_speed: { zz: 1 } }\n"),
         ("split", "split: { zz: 1 }\n"),
+        ("history", "history: { zz: 1 }\n"),
         ("tls", "tls: { zz: 1 }\n"),
         ("ftp", "ftp: { zz: 1 }\n"),
         ("sftp", "sftp: { zz: 1 }\n"),
