@@ -31,6 +31,10 @@ struct JobMachine {
         case commitAbandoned
         /// Its filing failed: retried under `record` at `due` (monotonic ms).
         case filingFailed(StatusRecord, due: Int64)
+        /// It is to be judged a duplicate before a download starts (`duplicates: skip`).
+        case duplicateCheckAsked
+        /// It is no duplicate (or it waited for a job of its URL and then was not): its downloads run.
+        case judgedNotDuplicate
     }
 
     private(set) var phase = Phase.active
@@ -41,6 +45,8 @@ struct JobMachine {
     /// Whether `work/<agent>/<name>.state.json` may exist: written by this run, or left by an
     /// earlier one (recovered, released). A job that never had one is filed without an unlink.
     private(set) var stateFileMayExist: Bool
+    /// Whether it waits to be judged a duplicate before its first download starts.
+    private(set) var awaitsDuplicateCheck = false
 
     init(record: StatusRecord, downloads: [DownloadLifecycle], stateFileMayExist: Bool) {
         self.record = record
@@ -102,6 +108,10 @@ struct JobMachine {
         case .filingFailed(let final, let due):
             phase = .filingDue(at: due, failures: filingFailures + 1)
             pendingFiling = final
+        case .duplicateCheckAsked:
+            awaitsDuplicateCheck = downloads.allSatisfy { $0.attempt == 0 && !$0.isFinished }
+        case .judgedNotDuplicate:
+            awaitsDuplicateCheck = false
         }
         return []
     }

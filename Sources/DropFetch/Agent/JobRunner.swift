@@ -21,6 +21,8 @@ final class JobRunner: AgentPart {
     /// Running downloads (by their first transfer's key) that may open more connections than they
     /// have once a place frees up (`growSplits`).
     var growable: Set<Int> = []
+    /// Every agent's index of done URLs, read on before each duplicate check (JobRunner+Duplicates.swift).
+    let doneURLs = DoneIndex.Lookup()
 
     init(context: AgentContext) {
         self.context = context
@@ -57,8 +59,9 @@ final class JobRunner: AgentPart {
     /// The last `startRunnable` ran out of time with room left: the loop should not sleep.
     private(set) var startsCutShort = false
 
-    private func start(_ entry: Scheduler.Entry) {
+    func start(_ entry: Scheduler.Entry) {
         guard let job = table.job(entry.unit.job), !job.isFinished(entry.unit.download) else { return }
+        if job.machine.awaitsDuplicateCheck { return judgeDuplicate(entry, job) }
         if job.part(of: entry.unit.download) == nil { return reserve(entry, job) }
         begin(entry, job)
     }

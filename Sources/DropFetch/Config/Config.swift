@@ -39,6 +39,10 @@ public struct Config: Sendable, Equatable {
 
     public enum ConflictPolicy: String, Sendable, Equatable { case rename, overwrite, fail }
 
+    /// `duplicates`: whether a job whose every URL a job in done/ fetched already is filed as a
+    /// duplicate of it instead of fetched (DESIGN §10 "Duplicates"; a job file's `duplicates=` wins).
+    public enum DuplicatePolicy: String, Sendable, Equatable { case off, skip }
+
     /// `digest`: whether each download's SHA-256 is computed for its status file.
     public enum DigestChoice: String, Sendable, Equatable { case sha256, none }
 
@@ -93,6 +97,7 @@ public struct Config: Sendable, Equatable {
     public var protocols: [String] = ["http", "https"]
     public var onConflict: ConflictPolicy = .rename
     public var contentDisposition = false
+    public var duplicates: DuplicatePolicy = .off
     /// Period of full inbox rescans; zero means never.
     public var scanInterval: Duration = .seconds(30)
     public var fsync = true

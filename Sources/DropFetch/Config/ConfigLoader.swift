@@ -14,7 +14,7 @@ public enum ConfigLoader {
 
     static let topLevelKeys = [
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
-        "protocols", "on_conflict", "content_disposition", "scan_interval", "fsync", "digest", "classes",
+        "protocols", "on_conflict", "content_disposition", "duplicates", "scan_interval", "fsync", "digest", "classes",
         "hooks", "metrics_file", "status_page", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
         "schedule", "quota", "split", "history",
     ] + networkKeys
@@ -77,6 +77,7 @@ public enum ConfigLoader {
                 case "on_conflict":
                     config.onConflict = try field.choice([Config.ConflictPolicy.rename, .overwrite, .fail])
                 case "content_disposition": config.contentDisposition = try field.bool()
+                case "duplicates": config.duplicates = try field.choice([Config.DuplicatePolicy.off, .skip])
                 case "scan_interval": config.scanInterval = try field.duration()
                 case "fsync": config.fsync = try field.bool()
                 case "digest": config.digest = try field.choice([Config.DigestChoice.sha256, .none])

@@ -15,6 +15,7 @@ public enum ConfigReference {
             Entry(key: "agent_id", value: "string", meaning: "This agent's name (its work folder work/<agent_id>/). Default: the host name."),
             Entry(key: "on_conflict", value: "rename | overwrite | fail", meaning: "A file of the same name in the destination. Default: rename."),
             Entry(key: "content_disposition", value: "bool", meaning: "Name the file after the server's Content-Disposition. Default: false."),
+            Entry(key: "duplicates", value: "off | skip", meaning: "skip: a job whose every URL a job still in done/ fetched (its file still there, with its size) is filed in done/ as a duplicate of it, with no request (a job file's duplicates=fetch fetches anyway). Default: off."),
             Entry(key: "fsync", value: "bool", meaning: "fsync files and folders before a job is filed. Default: true."),
             Entry(key: "digest", value: "sha256 | none", meaning: "Digest of every download in its status file. Default: sha256."),
             Entry(key: "file_mode", value: "octal string", meaning: "Mode of downloaded files, whatever the umask. Default: \"0644\"."),

@@ -25,7 +25,7 @@ public enum JobFileParser {
         static let rightBracket = UInt8(ascii: "]")
     }
 
-    static let jobKeys: Set<String> = ["priority", "class"]
+    static let jobKeys: Set<String> = ["priority", "class", "duplicates"]
 
     /// Parses `bytes`, a whole job file. A UTF-8 BOM at the start is skipped.
     public static func parse(_ bytes: [UInt8]) throws(JobFileError) -> JobSpec {
@@ -208,6 +208,13 @@ public enum JobFileParser {
         case "priority":
             guard job.priority == nil else { throw duplicate(key, line: line) }
             job.priority = try priority(value, line: line)
+        case "duplicates":
+            guard job.duplicates == nil else { throw duplicate(key, line: line) }
+            switch value {
+            case "fetch": job.duplicates = .off
+            case "skip": job.duplicates = .skip
+            default: throw JobFileError(line: line, message: "duplicates \(quoted(value)) is neither fetch nor skip")
+            }
         default:
             guard job.className == nil else { throw duplicate(key, line: line) }
             guard !value.isEmpty else { throw JobFileError(line: line, message: "class is empty") }

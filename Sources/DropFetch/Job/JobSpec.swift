@@ -4,6 +4,8 @@ public struct JobSpec: Sendable, Equatable {
     public var priority: Int?
     /// `class=`; nil when the file does not set it.
     public var className: String?
+    /// `duplicates=fetch` or `duplicates=skip`: the config's `duplicates` for this job; nil when unset.
+    public var duplicates: Config.DuplicatePolicy?
     public var downloads: [DownloadSpec]
     /// aria2 options that were accepted without effect (docs/job-files.md), each once, in the order first
     /// seen; the status file lists them as `ignored_options`.

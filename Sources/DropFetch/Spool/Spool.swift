@@ -42,6 +42,8 @@ final class Spool {
     var crashPlan: CrashPlan?
     /// This agent's journal of filings (RecentFilings reads it for the recent view).
     let journal: FilingJournal
+    /// This agent's index of the URLs its done jobs fetched (duplicates, `DuplicateCheck`).
+    let doneIndex: DoneIndex
 
     /// The folders every agent of a spool shares, made by `open()` (and by `add` on a new spool).
     static let folderNames = ["inbox", "hold", "done", "failed", "work"]
@@ -57,6 +59,7 @@ final class Spool {
         workRoot = root + "/work"
         work = workRoot + "/" + agentID
         journal = FilingJournal(root: root, agent: agentID)
+        doneIndex = DoneIndex(root: root, agent: agentID)
     }
 
     /// Creates missing folders and takes this agent's `work/<agent>/.lock` (flock(2)).

@@ -39,6 +39,8 @@ struct SpoolFiling: WorkerRequest {
     let key: RecordKey?
     /// Told of the filing once the job file is in place (the recent view, RecentFilings).
     let journal: FilingJournal
+    /// Told of the URLs a job filed into done/ fetched (duplicates).
+    let doneIndex: DoneIndex
 
     /// The filing of the job file at `source` under `status`, planned on the loop (the record
     /// numbers the spool remembers are the loop's).
@@ -58,6 +60,7 @@ struct SpoolFiling: WorkerRequest {
         self.markedPart = markedPart
         key = spool.recordKey
         journal = spool.journal
+        doneIndex = spool.doneIndex
     }
 
     /// The same filing under another status (its `file` names filled in on the worker).
@@ -86,6 +89,10 @@ struct SpoolFiling: WorkerRequest {
                 unmarked += removeOwnerMarks(of: owner)
             }
             journal.append(name: FileSystem.baseName(of: filed.jobPath), outcome: outcome)
+            if outcome == .done {
+                doneIndex.append(keys: status.downloads.filter { $0.state == .done && $0.file != nil }.map { URLKey.key($0.url) },
+                                 name: FileSystem.baseName(of: filed.jobPath))
+            }
             if let statePath { try? FileSystem.removeIfPresent(statePath) }
             return .filed(filed)
         } catch {

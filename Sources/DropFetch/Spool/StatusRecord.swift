@@ -32,6 +32,8 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
     public var retryAt: String?
     /// State files only: `schedule` or `quota` while a window or a quota holds the job back.
     public var waitReason: String?
+    /// A duplicate (`duplicates: skip`): the record name in done/ of the job that fetched its URLs.
+    public var duplicateOf: String?
 
     public init(job: String, state: State, className: String, priority: Int, agent: String,
                 submitted: String, attempts: Int = 0, downloads: [DownloadStatus] = []) {
@@ -48,7 +50,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case schema, job, state, className = "class", priority, agent, submitted, started, finished
         case attempts, ignoredOptions = "ignored_options", downloads, error, folder, retryAt = "retry_at"
-        case waitReason = "reason"
+        case waitReason = "reason", duplicateOf = "duplicate_of"
     }
 
     /// The JSON text with a final newline, keys in the order of docs/status-files.md.
@@ -100,6 +102,7 @@ public struct StatusRecord: Decodable, Sendable, Equatable {
         if let folder { json.field("folder", folder) }
         if let retryAt { json.field("retry_at", retryAt) }
         if let waitReason { json.field("reason", waitReason) }
+        if let duplicateOf { json.field("duplicate_of", duplicateOf) }
         json.endObject()
         return json.endLine()
     }
