@@ -101,15 +101,13 @@ public enum StatusText {
         return table
     }
 
-    /// The next try in local time with its offset (`2026-11-22T03:30:30+05:30 (in 28s)`, `… (due)`
-    /// once past, `-` when none planned); without `now` absolute only, for a page read long after
-    /// it was written (issue 36).
-    static func nextTry(_ retryAt: String?, now: Int64?) -> String {
+    /// The next try in local time with its offset (issue 36): `2026-11-22T03:30:30+05:30 (in 28s)`,
+    /// `… (due)` once past, `-` when none planned. Relative to `now`, for text printed at once (the
+    /// status page writes absolute times only).
+    static func nextTry(_ retryAt: String?, now: Int64) -> String {
         guard let retryAt else { return "-" }
         guard let due = Timestamp.parse(retryAt) else { return retryAt }
-        let local = Timestamp.local(seconds: due)
-        guard let now else { return local }
-        return local + (due > now ? " (in \(HumanUnits.duration(seconds: due - now)))" : " (due)")
+        return Timestamp.local(seconds: due) + (due > now ? " (in \(HumanUnits.duration(seconds: due - now)))" : " (due)")
     }
 
     /// A status file's UTC time as a person reads it: local time with its offset; `-` when absent,
