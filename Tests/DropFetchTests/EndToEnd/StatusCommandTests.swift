@@ -6,7 +6,7 @@ import Testing
 /// error) and `status --watch`.
 @Suite("Status for people, end to end")
 struct StatusCommandTests {
-    @Test("status shows speed and ETA of a running download and the waiting job's next try and last error")
+    @Test("status shows speed and ETA of a running download and the waiting job's next try (local time with its offset, absolute on the page) and last error")
     func statusText() throws {
         let server = try TestHTTPServer()
         // About 80 KiB/s for 2 MB: it runs for the whole test.
