@@ -5,9 +5,10 @@
 # (`aria2c -x8 -s8 -k1M`). URL is the throttled (`limit_rate 8m`) or the unthrottled location.
 # DIGEST=none runs dropfetch with `digest: none` (no sha256, as aria2c computes none).
 # Environment: DROPFETCH (binary), WORK (an empty folder on disk), URL, SHA (the file's sha256),
-# TOOL (dropfetch), SPLIT (8), DIGEST (sha256). Prints one line: `P7 key=value ...`.
+# TOOL (dropfetch), SPLIT (8), DIGEST (sha256), LOG_LEVEL (info; debug adds hash_wait_ms, how long the
+# digests of a split download took after its last byte). Prints one line: `P7 key=value ...`.
 set -euo pipefail
-TOOL=${TOOL:-dropfetch}; SPLIT=${SPLIT:-8}; DIGEST=${DIGEST:-sha256}; d=$WORK
+TOOL=${TOOL:-dropfetch}; SPLIT=${SPLIT:-8}; DIGEST=${DIGEST:-sha256}; LOG_LEVEL=${LOG_LEVEL:-info}; d=$WORK
 mkdir -p "$d/out"
 now() { local t=${EPOCHREALTIME:-}; [[ -n $t ]] && printf '%s' "${t/,/.}" || date +%s.%N; }
 case $TOOL in
@@ -15,8 +16,8 @@ case $TOOL in
         mkdir -p "$d/spool/inbox"
         printf '%s\n  out=p7.bin\n  split=%s\n' "$URL" "$SPLIT" > "$d/spool/inbox/p7.url"
         touch -d '1 minute ago' "$d/spool/inbox/p7.url"
-        printf 'spool: %s/spool\ndestination: %s/out\nlog_level: info\nconcurrency: { total: 8, per_host: 8 }\nsplit: { connections: 8 }\n' \
-            "$d" "$d" > "$d/cfg.yaml"
+        printf 'spool: %s/spool\ndestination: %s/out\nlog_level: %s\nconcurrency: { total: 8, per_host: 8 }\nsplit: { connections: 8 }\n' \
+            "$d" "$d" "$LOG_LEVEL" > "$d/cfg.yaml"
         printf 'digest: %s\n' "$DIGEST" >> "$d/cfg.yaml"
         cmd=("$DROPFETCH" run --once --config "$d/cfg.yaml") ;;
     aria2c)
@@ -34,5 +35,6 @@ connections=1
 if [[ $TOOL == dropfetch ]]; then
     connections=$(sed -n 's/.*msg="download split".*connections=\([0-9]*\).*/\1/p' "$d/log" | head -n 1)
     connections=${connections:-1}
+    hash_wait=$(sed -n 's/.*msg="split download hashed".*hash_wait_ms=\([0-9]*\).*/\1/p' "$d/log" | head -n 1)
 fi
-echo "P7 tool=$TOOL split=$SPLIT digest=$DIGEST wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') rc=$rc ok=$ok connections=$connections"
+echo "P7 tool=$TOOL split=$SPLIT digest=$DIGEST wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') rc=$rc ok=$ok connections=$connections${hash_wait:+ hash_wait_ms=$hash_wait}"

@@ -17,7 +17,7 @@ struct StatusWatch {
         for signal in [SIGINT, SIGTERM] { sigaddset(&stops, signal) }
         var first = true
         while true {
-            let header = "dropfetch status at \(Timestamp.now()), every \(interval)s (Ctrl-C to stop)"
+            let header = "dropfetch status at \(Timestamp.local(seconds: Int64(time(nil)))), every \(interval)s (Ctrl-C to stop)"
             let text = header + "\n\n" + SpoolStatus.read(config: config).text()
             let frame: String
             if terminal {

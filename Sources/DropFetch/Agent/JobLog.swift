@@ -37,7 +37,7 @@ enum JobLog {
         case .retry(let delay):
             fields["next"] = "retry"
             fields["retry_in"] = "\(HumanUnits.seconds(Double(delay.milliseconds) / 1000))"
-            fields["retry_at"] = "\(Timestamp.format(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000)))"
+            fields["retry_at"] = "\(Timestamp.local(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000)))"
         case .fail:
             fields["next"] = "none"
         }

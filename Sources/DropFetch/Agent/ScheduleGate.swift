@@ -208,7 +208,7 @@ final class ScheduleGate: AgentPart {
         guard let job = table.job(entry.unit.job) else { return true }
         let retryAt = Timestamp.format(seconds: until)
         if !job.handle(.heldBack(entry.unit.download, until: due, reason: reason, retryAt: retryAt)).isEmpty {
-            logger.info("held back by the \(reason == .schedule ? "schedule" : "quota") until \(retryAt)", metadata: ["job": "\(job.record.job)"])
+            logger.info("held back by the \(reason == .schedule ? "schedule" : "quota") until \(Timestamp.local(seconds: until))", metadata: ["job": "\(job.record.job)"])
             filer.saveState(job)
         }
         return true

@@ -53,7 +53,7 @@ extension StatusPage {
                 cell("\(entry.priority)", numeric: true),
                 cell(entry.className),
                 cell(entry.claimedBy.map { "claimed by \($0)" } ?? (entry.folder.isEmpty ? "inbox" : "inbox/" + entry.folder)),
-                cell(entry.arrival > 0 ? Timestamp.format(seconds: entry.arrival / 1_000_000_000) : "-"),
+                entry.arrival > 0 ? timeCell(seconds: entry.arrival / 1_000_000_000) : cell("-"),
             ])
         }
         let note = queue.total > queue.entries.count ? "The first \(queue.entries.count) of \(queue.total) queued jobs." : nil
@@ -64,12 +64,11 @@ extension StatusPage {
     }
 
     func waitingSection() -> String {
-        let now = writtenAt
         let rows = waiting.map { record in
             row(job: record.job, state: record.state.rawValue, cells: [
                 badge(record.state.rawValue),
                 cell(StatusText.lastError(record) == "-" ? "waiting for its turn" : StatusText.lastError(record), wraps: true),
-                cell(StatusText.nextTry(record.retryAt, now: now)),
+                record.retryAt.flatMap(Timestamp.parse).map { timeCell(seconds: $0) } ?? cell(record.retryAt ?? "-"),
                 cell("\(record.attempts)", numeric: true),
                 cell(HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), numeric: true),
                 cell(record.agent),
@@ -112,7 +111,7 @@ extension StatusPage {
         let rows = status.recent.map { record in
             row(job: record.job, state: record.state.rawValue, cells: [
                 badge(record.state.rawValue),
-                cell(record.finished ?? "-"),
+                record.finished.flatMap(Timestamp.parse).map { timeCell(seconds: $0) } ?? cell(record.finished ?? "-"),
                 cell(HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), numeric: true),
                 cell(StatusText.elapsed(record.downloads.reduce(0) { $0 + $1.seconds }), numeric: true),
                 cell(record.error?.kind.rawValue ?? ""),

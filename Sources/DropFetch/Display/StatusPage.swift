@@ -71,7 +71,6 @@ public struct StatusPage: Sendable {
 
     /// The whole page, ending in `</html>` and a line feed.
     public func html() -> String {
-        let written = Timestamp.format(seconds: writtenAt)
         let title = "dropfetch: \(active.count) active, \(queue.total) queued, \(waiting.count) waiting"
         var parts = [
             "<!DOCTYPE html>",
@@ -87,7 +86,7 @@ public struct StatusPage: Sendable {
             "<a class=\"skip\" href=\"#active\">Skip to active downloads</a>",
             "<header>",
             "<h1>dropfetch</h1>",
-            "<p class=\"written\">Written <time datetime=\"\(written)\">\(written)</time> by \(HTMLText.escape(writer)). "
+            "<p class=\"written\">Written \(timeElement(seconds: writtenAt)) by \(HTMLText.escape(writer)). "
                 + (reloads ? "Rewritten when something changes; reloads every \(StatusPage.reloadSeconds) s." : "Printed once.")
                 + "</p>",
             summary(),
@@ -166,6 +165,15 @@ public struct StatusPage: Sendable {
     func cell(_ text: String, numeric: Bool = false, wraps: Bool = false) -> String {
         HTMLText.element("td", numeric ? "class=\"num\"" : wraps ? "class=\"long\"" : "", text: text)
     }
+
+    /// A `<time>` of Unix `seconds`: local time with its offset to read, UTC in `datetime`. Absolute,
+    /// never "in 28s", which would go stale on a page an idle agent does not rewrite (issue 36).
+    func timeElement(seconds: Int64) -> String {
+        HTMLText.element("time", "datetime=\"\(Timestamp.format(seconds: seconds))\"", text: Timestamp.local(seconds: seconds))
+    }
+
+    /// A `<td>` holding `timeElement(seconds:)`.
+    func timeCell(seconds: Int64) -> String { "<td>" + timeElement(seconds: seconds) + "</td>" }
 
     /// A state as a word in a colored badge (the word carries the meaning; the color only helps).
     func badge(_ state: String) -> String {

@@ -94,18 +94,27 @@ public enum StatusText {
                                ("TIME", .right), ("ERROR", .left)])
         for record in records {
             let seconds = record.downloads.reduce(0) { $0 + $1.seconds }
-            table.add([record.finished ?? "-", record.state.rawValue, record.job,
+            table.add([localTime(record.finished), record.state.rawValue, record.job,
                        HumanUnits.bytes(record.downloads.reduce(0) { $0 + $1.bytes }), elapsed(seconds),
                        record.error.map { describe($0) } ?? ""])
         }
         return table
     }
 
-    /// `2026-11-21T22:00:30Z (in 28s)`, `… (due)` once past, `-` when no retry is planned.
+    /// The next try in local time with its offset (issue 36): `2026-11-22T03:30:30+05:30 (in 28s)`,
+    /// `… (due)` once past, `-` when none planned. Relative to `now`, for text printed at once (the
+    /// status page writes absolute times only).
     static func nextTry(_ retryAt: String?, now: Int64) -> String {
         guard let retryAt else { return "-" }
         guard let due = Timestamp.parse(retryAt) else { return retryAt }
-        return retryAt + (due > now ? " (in \(HumanUnits.duration(seconds: due - now)))" : " (due)")
+        return Timestamp.local(seconds: due) + (due > now ? " (in \(HumanUnits.duration(seconds: due - now)))" : " (due)")
+    }
+
+    /// A status file's UTC time as a person reads it: local time with its offset; `-` when absent,
+    /// text that is not a UTC timestamp as it is.
+    static func localTime(_ utc: String?) -> String {
+        guard let utc else { return "-" }
+        return Timestamp.parse(utc).map { Timestamp.local(seconds: $0) } ?? utc
     }
 
     /// The newest error a job met: a download's, else the job's; `-` when none.

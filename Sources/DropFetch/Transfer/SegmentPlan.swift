@@ -1,5 +1,10 @@
-/// Which connection of a segmented download fetches which bytes (issue 26): the first split, and
-/// work stealing when a segment ends, so the tail never waits on one slow connection.
+/// Which connection of a segmented download fetches which bytes (issue 26): pieces handed out front
+/// to back, and work stealing once none is left, so the tail never waits on one slow connection.
+///
+/// Front to back (issue 36): the connections work side by side near the start of what is missing,
+/// so the prefix without a hole grows while the data arrives and the digest worker hashes it beside
+/// the transfer; only the last round of pieces is left to hash after the last byte. Equal pieces
+/// keep the connections finishing together, so none idles at the end.
 ///
 /// A segment owns `[next, end)`: `next` moves as its bytes are written, and `end` only ever
 /// shrinks (when another segment takes the back half). Pure: the caller opens the connections.
@@ -19,53 +24,67 @@ struct SegmentPlan: Sendable, Equatable {
 
     private(set) var map: PieceMap
     let minSize: Int64
+    /// The size of the pieces handed out: what is missing in rounds of one piece per connection
+    /// (at most `maxRounds`), never below `minSize`. The last round is what is hashed after the last byte.
+    let pieceSize: Int64
+    /// Rounds of pieces at most: more requests would buy a shorter hash at the end of a huge file
+    /// than it is worth (at 16, a 16th of the file, while SHA-256 outruns most downloads).
+    static let maxRounds: Int64 = 16
     /// Segments writing now, by id.
     private(set) var active: [Int: Segment] = [:]
     /// Missing ranges no segment owns yet, in order.
     private(set) var pending: [PieceMap.Range]
     private var nextID = 0
 
-    /// A plan for the ranges `map` lacks; pieces are never cut below `minSize`.
-    init(map: PieceMap, minSize: Int64) {
+    /// A plan for the ranges `map` lacks, fetched over up to `connections`; pieces are never cut below `minSize`.
+    init(map: PieceMap, minSize: Int64, connections: Int) {
         self.map = map
         self.minSize = max(1, minSize)
         pending = map.missing
+        let missing = max(0, map.total - map.doneBytes)
+        let lanes = Int64(max(1, connections))
+        let rounds = min(SegmentPlan.maxRounds, max(1, missing / (lanes * self.minSize)))
+        pieceSize = max(self.minSize, (missing + lanes * rounds - 1) / (lanes * rounds))
     }
 
-    /// Takes the first connection's open-ended response as segment 0: from `offset` to the end of
+    /// Takes the first connection's open-ended response as segment 0: from `offset`, one piece of
     /// the missing range it falls in (a resume with holes stops at the next piece on disk).
     mutating func adoptStream(at offset: Int64) -> Segment {
         let owning = pending.first { $0.start <= offset && offset < $0.end }
-        let end = owning?.end ?? pending.first { $0.start > offset }?.start ?? map.total
-        pending = pending.compactMap { range in
-            guard range.start < end, range.end > offset else { return range }
-            return range.start < offset ? PieceMap.Range(range.start, offset) : nil
+        let end = pieceEnd(from: offset, limit: owning?.end ?? pending.first { $0.start > offset }?.start ?? map.total)
+        pending = pending.flatMap { range -> [PieceMap.Range] in
+            guard range.start < end, range.end > offset else { return [range] }
+            var kept: [PieceMap.Range] = []
+            if range.start < offset { kept.append(PieceMap.Range(range.start, offset)) }
+            if range.end > end { kept.append(PieceMap.Range(end, range.end)) }
+            return kept
         }
         return open(PieceMap.Range(offset, end))
     }
 
-    /// The segments to open so that at most `connections` run, splitting pending ranges and the
-    /// largest running one, none smaller than `minSize` (a split needs twice `minSize` left).
+    /// The end of the piece starting at `start` in a range ending at `limit`: `pieceSize` on, or
+    /// `limit` when what would be left is smaller than `minSize`.
+    private func pieceEnd(from start: Int64, limit: Int64) -> Int64 {
+        limit - start - pieceSize >= minSize ? start + pieceSize : limit
+    }
+
+    /// The segments to open so that at most `connections` run: the first pieces of what is pending,
+    /// then halves of the largest running one, none smaller than `minSize` (a split needs twice `minSize` left).
     mutating func fill(connections: Int) -> [Segment] {
         var opened: [Segment] = []
-        while active.count < connections, let segment = nextSegment(connections: connections) {
+        while active.count < connections, let segment = nextSegment() {
             opened.append(segment)
         }
         return opened
     }
 
-    private mutating func nextSegment(connections: Int) -> Segment? {
-        if !pending.isEmpty {
-            var range = pending.removeFirst()
-            // Only the free connections share a pending range; a remainder goes back in front.
-            let share = range.count / Int64(max(1, connections - active.count))
-            if share >= minSize, range.count - share >= minSize {
-                pending.insert(PieceMap.Range(range.start + share, range.end), at: 0)
-                range.end = range.start + share
-            }
-            return open(range)
-        }
-        return steal()
+    private mutating func nextSegment() -> Segment? {
+        guard !pending.isEmpty else { return steal() }
+        let range = pending.removeFirst()
+        let end = pieceEnd(from: range.start, limit: range.end)
+        // The rest of the range goes back in front: the next piece is the one after this.
+        if end < range.end { pending.insert(PieceMap.Range(end, range.end), at: 0) }
+        return open(PieceMap.Range(range.start, end))
     }
 
     /// Work stealing: the back half of the running segment with the most left, if at least twice `minSize` is.

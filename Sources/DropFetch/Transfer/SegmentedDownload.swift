@@ -36,7 +36,7 @@ final class SegmentedDownload {
         self.connections = max(1, connections)
         self.crashPlan = crashPlan
         algorithms = DownloadDigest.algorithms(request.digest, checksum: request.checksum?.algorithm)
-        plan = SegmentPlan(map: map, minSize: minSize)
+        plan = SegmentPlan(map: map, minSize: minSize, connections: connections)
     }
 
     /// Bytes on disk (the piece map's), what progress and the meters show.

@@ -53,7 +53,8 @@ extension SpoolFixture {
 
     /// `dropfetch ARGS --config CONFIG` run to its end, with stdout and stderr kept apart; after
     /// `timeout` it is killed and the result says `timedOut`.
-    func capture(_ arguments: [String], config: String? = nil, timeout: Duration = .seconds(60)) throws -> CLIResult {
+    func capture(_ arguments: [String], config: String? = nil, environment extra: [String: String] = [:],
+                 timeout: Duration = .seconds(60)) throws -> CLIResult {
         let tag = UUID().uuidString.prefix(8)
         let out = root.path + "/cli-\(tag).out.log"
         let err = root.path + "/cli-\(tag).err.log"
@@ -63,6 +64,7 @@ extension SpoolFixture {
         var environment = ProcessInfo.processInfo.environment
         environment["DROPFETCH_CRASH_AT"] = nil
         environment["JOURNAL_STREAM"] = nil
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         try FileManager.default.createDirectory(atPath: workingDirectory, withIntermediateDirectories: true)
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)

@@ -6,7 +6,7 @@ import Testing
 /// error) and `status --watch`.
 @Suite("Status for people, end to end")
 struct StatusCommandTests {
-    @Test("status shows speed and ETA of a running download and the waiting job's next try and last error")
+    @Test("status shows speed and ETA of a running download and the waiting job's next try (local time with its offset, absolute on the page) and last error")
     func statusText() throws {
         let server = try TestHTTPServer()
         // About 80 KiB/s for 2 MB: it runs for the whole test.
@@ -25,7 +25,8 @@ struct StatusCommandTests {
                 && fixture.stateJSON("later.url")?["state"] as? String == "waiting"
         }, "\(fixture.stateJSON("long.url") ?? [:])\n\(fixture.logTail())")
 
-        let result = try fixture.capture(["status"])
+        // India has no DST and is +05:30: a UTC time in the output cannot pass for local time.
+        let result = try fixture.capture(["status"], environment: ["TZ": "Asia/Kolkata"])
         #expect(result.ending == .exited(0), "\(result)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         let header = try #require(lines.first { $0.contains("JOB") && $0.contains("SPEED") }, "\(result.stdout)")
@@ -40,13 +41,36 @@ struct StatusCommandTests {
 
         let waiting = try #require(lines.first { $0.contains("later.url") }, "\(result.stdout)")
         let retryAt = try #require(fixture.stateJSON("later.url")?["retry_at"] as? String)
-        #expect(waiting.contains("waiting") && waiting.contains(retryAt), "next try missing: \(waiting)")
+        #expect(retryAt.hasSuffix("Z"), "the state file keeps UTC: \(retryAt)")
+        // Where a person reads it: local time with its offset (issue 36).
+        let local = try Self.kolkataTime(retryAt)
+        #expect(local.hasSuffix("+05:30"))
+        #expect(waiting.contains("waiting") && waiting.contains(local + " (in "), "next try not in local time: \(waiting)")
+        #expect(!waiting.contains(retryAt), "next try in UTC: \(waiting)")
         #expect(waiting.range(of: #"\(in (59m\d\ds|1h00m)\)"#, options: .regularExpression) != nil, "\(waiting)")
         #expect(waiting.contains("http_status: HTTP 503"), "last error missing: \(waiting)")
+
+        // The page: the same local time, absolute (an idle agent's page is not rewritten, "in 59m" would go stale).
+        let page = try fixture.capture(["status", "--html"], environment: ["TZ": "Asia/Kolkata"])
+        #expect(page.ending == .exited(0), "\(page)")
+        let pageRow = try #require(page.stdout.split(separator: "\n").first { $0.contains("data-job=\"later.url\"") },
+                                   "\(page.stdout)")
+        #expect(pageRow.contains("<time datetime=\"\(retryAt)\">\(local)</time>"), "\(pageRow)")
+        #expect(!pageRow.contains("(in ") && !pageRow.contains("(due)"), "a relative time on the page: \(pageRow)")
 
         let report = try fixture.statusReport()
         #expect(StatusFields.jobs(in: report, "waiting") == ["later.url"], "\(report)")
         #expect(StatusFields.jobs(in: report, "active") == ["long.url"], "\(report)")
+    }
+
+    /// A UTC RFC 3339 time as local time in Asia/Kolkata with its offset, by Foundation, not by dropfetch's code.
+    static func kolkataTime(_ utc: String) throws -> String {
+        let instant = try #require(ISO8601DateFormatter().date(from: utc), "not RFC 3339 UTC: \(utc)")
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "Asia/Kolkata")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ssxxx"
+        return formatter.string(from: instant)
     }
 
     @Test("status --watch redraws every second and exits 0 on SIGINT")

@@ -39,60 +39,91 @@ struct SegmentPlanTests {
         #expect(map.isComplete && map.missing.isEmpty)
     }
 
-    @Test("a 512 MiB file on 8 connections: the stream keeps the first share, 7 more get equal ones")
+    @Test("a 512 MiB file on 8 connections: pieces of 4 MiB (16 rounds), the stream keeps the first, 7 more take the next ones in order")
     func firstSplit() {
-        var plan = SegmentPlan(map: PieceMap(total: 512 * Self.mib), minSize: Self.mib)
+        var plan = SegmentPlan(map: PieceMap(total: 512 * Self.mib), minSize: Self.mib, connections: 8)
+        #expect(plan.pieceSize == 4 * Self.mib)
         let stream = plan.adoptStream(at: 0)
-        #expect(stream.end == 512 * Self.mib)
+        #expect(stream.start == 0 && stream.end == 4 * Self.mib)
         let opened = plan.fill(connections: 8)
         #expect(opened.count == 7)
         #expect(plan.active.count == 8)
-        let sizes = plan.active.values.map(\.remaining).sorted()
-        #expect(sizes.first! >= 512 * Self.mib / 8 - 1 && sizes.last! <= 512 * Self.mib / 8 + 8)
-        #expect(opened.allSatisfy { $0.rangeHeader == "\($0.start)-\($0.end - 1)" })
+        #expect(opened.map(\.start) == (1...7).map { Int64($0) * 4 * Self.mib })
+        #expect(opened.allSatisfy { $0.remaining == 4 * Self.mib && $0.rangeHeader == "\($0.start)-\($0.end - 1)" })
+        #expect(plan.pending == [.init(32 * Self.mib, 512 * Self.mib)])
         expectPartition(plan)
+    }
+
+    @Test("pieces are never below min_size, and few enough rounds that they are not: 512 MiB, 8 connections, 20 MiB least")
+    func pieceSize() {
+        let plan = SegmentPlan(map: PieceMap(total: 512 * Self.mib), minSize: 20 * Self.mib, connections: 8)
+        // 3 rounds of 8 pieces: 21.33 MiB each, no short piece left over at the end.
+        #expect(plan.pieceSize == (512 * Self.mib + 23) / 24)
+        let resumed = SegmentPlan(map: PieceMap(total: 100 * Self.mib, done: [.init(0, 90 * Self.mib)]), minSize: Self.mib, connections: 8)
+        #expect(resumed.pieceSize == 10 * Self.mib / 8, "10 MiB missing on 8 connections: one round")
     }
 
     @Test("no piece is cut below min_size: 3 MiB with min 1 MiB gives at most 3 connections")
     func minimumSize() {
-        var plan = SegmentPlan(map: PieceMap(total: 3 * Self.mib), minSize: Self.mib)
+        var plan = SegmentPlan(map: PieceMap(total: 3 * Self.mib), minSize: Self.mib, connections: 8)
         _ = plan.adoptStream(at: 0)
         _ = plan.fill(connections: 8)
         #expect(plan.active.count <= 3)
         #expect(plan.active.values.allSatisfy { $0.remaining >= Self.mib })
         expectPartition(plan)
-        var small = SegmentPlan(map: PieceMap(total: 2 * Self.mib - 1), minSize: Self.mib)
+        var small = SegmentPlan(map: PieceMap(total: 2 * Self.mib - 1), minSize: Self.mib, connections: 8)
         _ = small.adoptStream(at: 0)
         #expect(small.fill(connections: 8).isEmpty)
     }
 
-    @Test("a finished segment steals the back half of the largest one; bytes past a segment's end are refused")
-    func workStealing() {
-        var plan = SegmentPlan(map: PieceMap(total: 8 * Self.mib), minSize: Self.mib)
+    @Test("front to back: the prefix grows while pieces arrive; once none is left a free connection steals the back half of the slow one")
+    func frontToBackThenStealing() {
+        // 96 MiB on 2 connections, min 1 MiB: 16 rounds of 3 MiB.
+        var plan = SegmentPlan(map: PieceMap(total: 96 * Self.mib), minSize: Self.mib, connections: 2)
+        #expect(plan.pieceSize == 3 * Self.mib)
         let stream = plan.adoptStream(at: 0)
-        let second = plan.fill(connections: 2)[0]
-        #expect(second.start == 4 * Self.mib)
-        let secondDone = plan.wrote(4 * Self.mib, for: second.id)
-        #expect(secondDone)
-        #expect(plan.admits(10, for: second.id) == 0)
-        plan.close(second.id)
-        plan.wrote(Self.mib, for: stream.id)
-        let thief = plan.fill(connections: 2)
-        #expect(thief.count == 1)
-        #expect(thief.first.map { PieceMap.Range($0.start, $0.end) } == PieceMap.Range(Self.mib * 5 / 2, 4 * Self.mib))
-        #expect(plan.active[stream.id]?.end == Self.mib * 5 / 2)
-        #expect(plan.admits(3 << 20, for: stream.id) == Int(Self.mib * 3 / 2))
-        expectPartition(plan)
-        plan.wrote(3 * Self.mib, for: stream.id)
-        plan.wrote(3 * Self.mib, for: thief[0].id)
-        let complete = plan.isComplete
-        #expect(complete)
+        var handedOut = [stream.start] + plan.fill(connections: 2).map(\.start)
+        var steals: [SegmentPlan.Segment] = []
+        var prefixAtHalf: Int64?
+        // Each step even pieces get 1 MiB, odd ones 512 KiB; the last piece handed out stalls
+        // (writes nothing) until a free connection stole its back half.
+        var stalled: Int?
+        var step = 0
+        while !plan.isComplete, step < 10_000 {
+            step += 1
+            for id in plan.active.keys.sorted() {
+                let count: Int64 = id == stalled && steals.isEmpty ? 0 : id % 2 == 0 ? Self.mib : Self.mib / 2
+                if plan.wrote(count, for: id) { plan.close(id) }
+            }
+            if prefixAtHalf == nil, plan.map.doneBytes >= 48 * Self.mib { prefixAtHalf = plan.map.prefix }
+            // One connection at a time: a stolen piece starts inside a running one, a handed-out one where nothing runs.
+            while plan.active.count < 2 {
+                let running = plan.active.values.map { PieceMap.Range($0.next, $0.end) }
+                guard let segment = plan.fill(connections: plan.active.count + 1).first else { break }
+                guard running.contains(where: { $0.start < segment.start && segment.start < $0.end }) else {
+                    handedOut.append(segment.start)
+                    if plan.pending.isEmpty, stalled == nil { stalled = segment.id }
+                    continue
+                }
+                steals.append(segment)
+                let victim = plan.active.values.first { $0.end == segment.start }
+                #expect(victim != nil, "the victim stops where the thief starts")
+                if let victim { #expect(plan.admits(Int(4 * Self.mib), for: victim.id) == Int(victim.remaining)) }
+            }
+        }
+        #expect(plan.isComplete, "not complete after \(step) steps")
+        #expect(handedOut == handedOut.sorted(), "pieces out of order: \(handedOut)")
+        // Half the bytes in, the prefix without a hole is close behind (two halves of 48 MiB would
+        // have it at about 32 MiB): the slow connection's piece and what the fast one did meanwhile.
+        #expect((prefixAtHalf ?? 0) >= 48 * Self.mib - 4 * plan.pieceSize, "prefix \(prefixAtHalf ?? 0) at half")
+        #expect(!steals.isEmpty, "the stuck piece was never stolen")
+        #expect(steals.allSatisfy { $0.remaining >= Self.mib }, "a stolen piece below min_size")
     }
 
     @Test("a resumed download fetches only its missing pieces, and a closed segment's rest is fetched again")
     func resumeMissing() {
         let map = PieceMap(total: 10 * Self.mib, done: [.init(0, 3 * Self.mib), .init(6 * Self.mib, 8 * Self.mib)])
-        var plan = SegmentPlan(map: map, minSize: Self.mib)
+        var plan = SegmentPlan(map: map, minSize: Self.mib, connections: 4)
         let opened = plan.fill(connections: 4)
         let asked = opened.map { PieceMap.Range($0.start, $0.end) }
         for range in asked {
@@ -107,13 +138,20 @@ struct SegmentPlanTests {
         expectPartition(plan)
     }
 
-    @Test("the first connection of a resume with holes owns only the missing range it starts in")
+    @Test("the first connection of a resume with holes owns one piece of the missing range it starts in, never past it")
     func streamStopsAtTheNextPiece() {
         let map = PieceMap(total: 10 * Self.mib, done: [.init(0, 2 * Self.mib), .init(5 * Self.mib, 6 * Self.mib)])
-        var plan = SegmentPlan(map: map, minSize: Self.mib)
+        // 7 MiB missing on 8 connections: pieces of 1 MiB; the rest of its range stays pending, in front.
+        var plan = SegmentPlan(map: map, minSize: Self.mib, connections: 8)
         let stream = plan.adoptStream(at: 2 * Self.mib)
-        #expect(stream.start == 2 * Self.mib && stream.end == 5 * Self.mib)
-        #expect(plan.pending == [.init(6 * Self.mib, 10 * Self.mib)])
+        #expect(stream.start == 2 * Self.mib && stream.end == 3 * Self.mib)
+        #expect(plan.pending == [.init(3 * Self.mib, 5 * Self.mib), .init(6 * Self.mib, 10 * Self.mib)])
         expectPartition(plan)
+        // Pieces of 3.5 MiB (2 connections, 2 MiB least): the range ends first, at the piece on disk.
+        var wide = SegmentPlan(map: map, minSize: 2 * Self.mib, connections: 2)
+        let whole = wide.adoptStream(at: 2 * Self.mib)
+        #expect(whole.start == 2 * Self.mib && whole.end == 5 * Self.mib)
+        #expect(wide.pending == [.init(6 * Self.mib, 10 * Self.mib)])
+        expectPartition(wide)
     }
 }

@@ -31,7 +31,7 @@ struct SegmentedDownloadTests {
     }
 
     private func download(_ server: TestHTTPServer, total: Int, map: PieceMap? = nil, connections: Int = 8,
-                          in path: String) throws -> SegmentedDownload {
+                          minSize: Int = mib, in path: String) throws -> SegmentedDownload {
         let folder = try DirectoryHandle.openRoot(path, create: true)
         guard case .ours(let part) = try PartFile.reserve("f.bin", in: folder, for: PartOwner(job: "f.url", claim: 1),
                                                           mode: 0o644, durable: false,
@@ -41,7 +41,7 @@ struct SegmentedDownloadTests {
         let request = TransferRequest(url: server.url("/f.bin"), maxFileSize: .max, connectTimeout: .seconds(5),
                                       lowSpeed: Config.LowSpeed(), protocols: ["http"])
         return SegmentedDownload(request: request, part: part, map: map ?? PieceMap(total: Int64(total)),
-                                 validator: "\"v1\"", connections: connections, minSize: Int64(Self.mib))
+                                 validator: "\"v1\"", connections: connections, minSize: Int64(minSize))
     }
 
     private func folder() -> String {
@@ -121,23 +121,34 @@ struct SegmentedDownloadTests {
         #expect(download.plan.map.done.isEmpty && data.allSatisfy { $0 == 0 })
     }
 
-    @Test("work stealing: when the fast segment ends it takes the back half of the slow one, which stops early")
+    @Test("work stealing: once no piece is left, the free connection takes the back half of the slow one, which stops early")
     func workStealing() throws {
         let server = try TestHTTPServer()
         let body = TestHTTPServer.randomBytes(8 * Self.mib, seed: 31)
+        // The first request is slow; 8 MiB over 2 connections with 64 KiB pieces at least: 16 rounds of 256 KiB.
         server.serve("/f.bin", body: body, etag: "\"v1\"",
-                     faults: [.times(1, .drip(bytesPerChunk: 64 << 10, interval: .milliseconds(50)))])
+                     faults: [.times(1, .drip(bytesPerChunk: 16 << 10, interval: .milliseconds(100)))])
         let path = folder()
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let download = try download(server, total: body.count, connections: 2, in: path)
+        let download = try download(server, total: body.count, connections: 2, minSize: 64 << 10, in: path)
+        #expect(download.plan.pieceSize == 256 << 10)
         let data = try drive(download)
         #expect(TestHTTPServer.sha256Hex(data) == TestHTTPServer.sha256Hex(body))
         let requests = server.requests
-        #expect(requests.count > 2, "no segment was stolen: \(requests.map { $0.header("range") ?? "" })")
-        let first = requests.prefix(2)
-        #expect(Set(first.compactMap { $0.header("range") }) == ["bytes=0-4194303", "bytes=4194304-8388607"])
-        #expect(first.contains { $0.bodyBytesSent < 4 * Self.mib }, "the slow segment ran to its first end")
-        let starts = requests.dropFirst(2).compactMap { Int($0.header("range")?.dropFirst("bytes=".count).split(separator: "-").first ?? "") }
-        #expect(!starts.isEmpty && starts.allSatisfy { $0 % (4 * Self.mib) != 0 }, "stolen pieces start inside a segment: \(starts)")
+        let ranges = requests.compactMap { Self.range($0) }
+        let slow = try #require(ranges.first)
+        #expect(slow.end - slow.start == 256 << 10 && slow.start < 512 << 10, "one of the first two pieces: \(ranges)")
+        #expect(requests.first.map { $0.bodyBytesSent < 256 << 10 } == true, "the slow piece ran to its first end")
+        // The back of the slow piece was fetched by another request, after every other piece.
+        let stolen = ranges.dropFirst().filter { $0.start > slow.start && $0.end <= slow.end }
+        #expect(!stolen.isEmpty && ranges.last.map { $0.start > slow.start && $0.end <= slow.end } == true,
+                "no piece was stolen: \(ranges)")
+    }
+
+    /// `[start, end)` of a request's `Range: bytes=a-b`.
+    static func range(_ request: TestHTTPServer.LoggedRequest) -> (start: Int, end: Int)? {
+        guard let header = request.header("range"), header.hasPrefix("bytes=") else { return nil }
+        let parts = header.dropFirst(6).split(separator: "-").compactMap { Int($0) }
+        return parts.count == 2 ? (parts[0], parts[1] + 1) : nil
     }
 }
