@@ -1,20 +1,23 @@
 /// Duplicates (DESIGN §10, issue 38) on the run loop: a job under `duplicates: skip` is judged when
-/// its first download would start. While a job of this agent fetches one of its URLs it waits, and
+/// its first download would start. While a job fetches one of its URLs — one of this agent's, or
+/// another agent's that said so in its done index and is still in its work folder — it waits, and
 /// is judged once that job is filed; a duplicate is filed into done/ with no request, as a job
-/// done (its record names the earlier job in `duplicate_of`, `on_done` runs); any other starts.
+/// done (its record names the earlier job in `duplicate_of`, `on_done` runs); any other starts,
+/// and says in the index that it fetches its URLs.
 extension JobRunner {
     /// How long a job whose URL another job fetches waits before it is looked at again (ms).
     static let duplicateWait: Int64 = 200
 
     func judgeDuplicate(_ entry: Scheduler.Entry, _ job: Job) {
         let keys = Set(job.spec.downloads.flatMap { $0.urls.map { URLKey.key(Redaction.url($0)) } })
+        doneURLs.refresh(root: spool.root)
         if fetchesAny(of: keys, besides: job) {
             return scheduler.enqueue(entry, due: clock.now() + JobRunner.duplicateWait)
         }
-        doneURLs.refresh(root: spool.root)
         switch DuplicateCheck.judge(job.spec, lookup: doneURLs, done: spool.done) {
         case .fetch:
             job.handle(.judgedNotDuplicate)
+            spool.doneIndex.appendFetching(keys: keys.sorted(), workName: job.workName)
             start(entry)
         case .duplicate(let earlier, let downloads):
             scheduler.remove(job: job.id)
@@ -51,11 +54,16 @@ extension JobRunner {
         }
     }
 
-    /// Whether another job of this agent, past its own check, fetches one of `keys`.
+    /// Whether another job fetches one of `keys`: one of this agent's past its own check, or one
+    /// another agent's index says fetches it and whose job file is still in that agent's work folder.
     private func fetchesAny(of keys: Set<String>, besides job: Job) -> Bool {
-        table.allJobs.contains { other in
+        let here = table.allJobs.contains { other in
             other !== job && !other.machine.awaitsDuplicateCheck && !other.isFinished
                 && other.spec.downloads.contains { $0.urls.contains { keys.contains(URLKey.key(Redaction.url($0))) } }
+        }
+        if here { return true }
+        return keys.contains { key in
+            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains(where: FileSystem.exists)
         }
     }
 }

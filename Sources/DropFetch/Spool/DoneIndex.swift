@@ -2,7 +2,9 @@ import Glibc
 
 /// The spool's index of what done/ holds, for duplicates (DESIGN §10 "Duplicates"): each agent
 /// appends to `<spool>/.done-urls.<agent>`, where it files a job into done/, one line per download
-/// that finished, `<URLKey> <record name>` (the name escaped as in `FilingJournal`). Every agent
+/// that finished, `<URLKey> <record name>` (the name escaped as in `FilingJournal`), and, when a
+/// job judged under `duplicates: skip` starts to fetch, `+<URLKey> <work name>`: the job in its work
+/// folder fetches that URL while the file is there (a later job of the URL waits). Every agent
 /// reads every agent's file (`Lookup`), so a job filed by one is seen by the others. An index is a
 /// hint as untrusted as any file a spool group member can write: a line says where to look, and
 /// only the record in done/ and the file it names decide (`DuplicateCheck`), so a forged or stale
@@ -38,6 +40,11 @@ final class DoneIndex: Sendable {
         }
     }
 
+    /// Records that the job `workName` of this agent's work folder starts to fetch `keys`.
+    func appendFetching(keys: [String], workName: String) {
+        append(keys: keys.map { "+" + $0 }, name: workName)
+    }
+
     /// Opens the index for appending (never a symlink or a FIFO a peer planted), writing the header into a new one.
     private func open() throws(SystemError) -> FileDescriptor {
         let opened = try FileDescriptor.open(path, flags: O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
@@ -58,11 +65,19 @@ final class DoneIndex: Sendable {
 
         private var offsets: [String: Int64] = [:]
         private var names: [String: [String]] = [:]
+        /// Jobs said to fetch a URL (`+` lines): their agent and work name, the last few per key.
+        private var fetching: [String: [(agent: String, workName: String)]] = [:]
         private(set) var entries = 0
 
         /// The records that fetched the URL of `key`, newest first.
         func records(for key: String) -> [String] {
             (names[key] ?? []).reversed()
+        }
+
+        /// The jobs of other agents than `agent` said to fetch the URL of `key`, as work folder
+        /// paths below `workRoot`: one still there is still at it.
+        func fetching(_ key: String, besides agent: String, workRoot: String) -> [String] {
+            (fetching[key] ?? []).filter { $0.agent != agent }.map { workRoot + "/" + $0.agent + "/" + $0.workName }
         }
 
         /// Reads what every index in `root` gained since the last call.
@@ -93,8 +108,9 @@ final class DoneIndex: Sendable {
                 }
                 position = header.count
             }
+            let agent = String(FileSystem.baseName(of: path).dropFirst(DoneIndex.prefix.count))
             while let end = bytes[position...].firstIndex(of: 0x0A) {
-                if end - position <= Lookup.maxLine { take(bytes[position..<end]) }
+                if end - position <= Lookup.maxLine { take(bytes[position..<end], agent: agent) }
                 position = end + 1
                 if entries >= Lookup.maxEntries { break }
             }
@@ -102,13 +118,21 @@ final class DoneIndex: Sendable {
             offsets[path] = start + Int64(position)
         }
 
-        /// One `<32 hex> <escaped name>` line; anything else is skipped.
-        private func take(_ line: ArraySlice<UInt8>) {
-            let fields = line.split(separator: 0x20, maxSplits: 1, omittingEmptySubsequences: false)
+        /// One `<32 hex> <escaped name>` or `+<32 hex> <escaped work name>` line of `agent`'s
+        /// index; anything else is skipped.
+        private func take(_ line: ArraySlice<UInt8>, agent: String) {
+            let fetches = line.first == UInt8(ascii: "+")
+            let fields = line.dropFirst(fetches ? 1 : 0).split(separator: 0x20, maxSplits: 1, omittingEmptySubsequences: false)
             guard fields.count == 2, fields[0].count == 32,
                   fields[0].allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
                   let name = RecentFilings.unescaped(fields[1]), Spool.isJobName(name), !name.utf8.contains(0x2F) else { return }
-            names[String(decoding: fields[0], as: UTF8.self), default: []].append(name)
+            let key = String(decoding: fields[0], as: UTF8.self)
+            if fetches {
+                fetching[key, default: []].append((agent, name))
+                if fetching[key]!.count > 16 { fetching[key]!.removeFirst() }
+            } else {
+                names[key, default: []].append(name)
+            }
             entries += 1
         }
     }

@@ -114,6 +114,34 @@ struct DuplicatesTests {
         #expect(gets(server, "/d/o.bin") == 2, "a and b")
     }
 
+    @Test("two agents on one spool: a job of a URL the other agent is fetching waits for it, then is its duplicate; one GET")
+    func anotherAgentsJobInFlight() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(2_500_000, seed: 3806)
+        server.serve("/d/shared.bin", body: body, faults: [.drip(bytesPerChunk: 64 << 10, interval: .milliseconds(60))])
+        let fixture = try SpoolFixture()
+        // Agent a runs one job at a time: the second job is left for agent b.
+        let configA = try fixture.writeAgentConfig(agentID: "a", "duplicates: skip\nconcurrency: { total: 1, per_host: 1 }\n")
+        let configB = try fixture.writeAgentConfig(agentID: "b", "duplicates: skip\n")
+        let agentA = try AgentProcess(["run"], config: configA, log: fixture.logPath, in: fixture)
+        try agentA.start()
+        try fixture.drop("first.url", server.url("/d/shared.bin") + "\n")
+        #expect(try waitUntil { (fixture.fileSize(fixture.destination + "/.shared.bin.part") ?? 0) > 100_000 }, "\(fixture.log)")
+        try fixture.drop("second.url", server.url("/d/shared.bin") + "\n  out=second.bin\n")
+
+        #expect(try AgentProcess.run(["run", "--once"], config: configB, log: fixture.logPath, in: fixture) == .exited(0),
+                "\(fixture.log)")
+        #expect(try agentA.stop() == .exited(0))
+
+        #expect(fixture.jobs(in: "done") == ["first.url", "second.url"])
+        #expect(try fixture.status("done", "first.url").agent == "a")
+        let second = try fixture.statusJSON("done", "second.url")
+        #expect(second["agent"] as? String == "b" && second["duplicate_of"] as? String == "first.url")
+        #expect(gets(server, "/d/shared.bin") == 1)
+        #expect(fixture.downloaded("shared.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+        #expect(!fixture.destinationNames().contains("second.bin"))
+    }
+
     @Test("a forged index line pointing at a record whose file is not there is at most a fetch")
     func forgedIndexIsAFetch() throws {
         let server = try TestHTTPServer()

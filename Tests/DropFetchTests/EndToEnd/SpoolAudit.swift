@@ -177,8 +177,8 @@ struct SpoolAudit {
                     problems.append("unexpected file \(relative)")
                 }
             default:
-                // The agents' filing journals (FilingJournal) sit in the spool's root.
-                if relative.hasPrefix(".filings.") { continue }
+                // The agents' filing journals (FilingJournal) and done indexes (DoneIndex) sit in the spool's root.
+                if relative.hasPrefix(".filings.") || relative.hasPrefix(".done-urls.") { continue }
                 if !name.hasSuffix(".url") { problems.append("unexpected file \(relative)") }
             }
         }
