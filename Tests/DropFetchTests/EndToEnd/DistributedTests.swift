@@ -149,4 +149,14 @@ struct DistributedTests {
                                                     acrossMounts: true, seed: 9_880, finishWithin: .seconds(40),
                                                     label: "distributed live adoption")
     }
+
+    @Test("agents a and b on two mounts: a job of the URL a fetches is b's duplicate of it (one GET)")
+    func duplicateAcrossMounts() throws {
+        try DuplicatesTests.duplicateAcrossAgents(try SpoolFixture(on: Self.mounts), views: (0, 1))
+    }
+
+    @Test("agents a and b on two mounts purge at once: every old record removed once, nothing else lost")
+    func purgesAtOnceAcrossMounts() throws {
+        try HistoryEndToEndTests.purgesAtOnce(try SpoolFixture(on: Self.mounts), views: (0, 1))
+    }
 }

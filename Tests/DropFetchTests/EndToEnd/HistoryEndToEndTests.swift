@@ -15,6 +15,42 @@ struct HistoryEndToEndTests {
         try Data(record.encoded()).write(to: URL(fileURLWithPath: path))
     }
 
+    @Test("two purges at once, one per agent's config: every old record removed once, nothing else lost")
+    func twoPurgesAtOnce() throws {
+        try Self.purgesAtOnce(try SpoolFixture(), views: (0, 0))
+    }
+
+    /// 60 finished jobs an hour old, 5 new ones, a held and a waiting job and their files; agents a
+    /// and b (on `views`) run `purge --older-than 30m` at the same moment: the old records are gone,
+    /// everything else is there.
+    static func purgesAtOnce(_ fixture: SpoolFixture, views: (Int, Int)) throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(2_000, seed: 3807)
+        server.serve("/h/f.bin", body: body)
+        for index in 0..<65 { try fixture.drop("j\(index).url", server.url("/h/f.bin") + "\n  out=f\(index).bin\n") }
+        let configA = try fixture.writeAgentConfig(agentID: "a", view: views.0, "concurrency: { total: 8, per_host: 8 }\n")
+        let configB = try fixture.writeAgentConfig(agentID: "b", view: views.1)
+        #expect(try AgentProcess.run(["run", "--once"], config: configA, log: fixture.logPath, in: fixture) == .exited(0),
+                "\(fixture.log)")
+        #expect(fixture.jobs(in: "done").count == 65)
+        for index in 0..<60 { try age(fixture, "done", "j\(index).url", by: 3600) }
+        try fixture.drop("waiting.url", server.url("/h/f.bin") + "\n")
+        try FileManager.default.createDirectory(atPath: fixture.spool + "/hold", withIntermediateDirectories: true)
+        try "http://127.0.0.1:1/held\n".write(toFile: fixture.spool + "/hold/held.url", atomically: false, encoding: .utf8)
+
+        let purges = try [configA, configB].map {
+            try AgentProcess(["purge", "--older-than", "30m"], config: $0, log: fixture.logPath, in: fixture)
+        }
+        for purge in purges { try purge.start() }
+        for purge in purges { #expect(try purge.wait(timeout: .seconds(60)) == .exited(0), "\(fixture.log)") }
+
+        #expect(fixture.jobs(in: "done") == (60..<65).map { "j\($0).url" }.sorted())
+        #expect(fixture.names(in: "done").filter { $0.hasSuffix(".status.json") }.count == 5, "no lone status file")
+        #expect(fixture.jobs(in: "inbox") == ["waiting.url"] && fixture.jobs(in: "hold") == ["held.url"])
+        #expect(fixture.destinationNames().filter { $0.hasSuffix(".bin") }.count == 65, "no downloaded file removed")
+        #expect(fixture.downloaded("f0.bin").map(TestHTTPServer.sha256Hex) == TestHTTPServer.sha256Hex(body))
+    }
+
     @Test("keep: 3s: records finished over 3 s ago are gone after the next pass; files, held and waiting jobs stay")
     func daemonKeep() throws {
         let server = try TestHTTPServer()
