@@ -201,7 +201,11 @@ public final class Agent {
                 runner.growSplits()
             }
             // The ends (publications, filings) of the last turn go to the worker as one request (JobFinish).
-            context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan, logger: logger)
+            // Done on the loop (`fsync: false`), an end's handler may ask for another end (a job
+            // filed after its part failed to publish): those go too, before the loop may sleep.
+            while !context.finishes.isEmpty {
+                context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan, logger: logger)
+            }
             if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
@@ -352,7 +356,8 @@ public final class Agent {
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
-        if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort || context.receiveBudget.hasPaused { return 0 }
+        if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort || context.receiveBudget.hasPaused
+            || !context.finishes.isEmpty { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
     }
 

@@ -74,6 +74,21 @@ final class Job {
         spec.downloads.indices.map(download)
     }
 
+    /// The keys of every URL of every download (`URLKey`), for duplicates; worked out once.
+    private(set) lazy var urlKeys: Set<String> = Set(spec.downloads.flatMap { $0.urls.map(URLKey.key) })
+
+    /// Whether a transfer of it runs or is about to (a name being taken, a target looked up), or
+    /// its data is being published or filed: another job of one of its URLs waits for it.
+    var isFetching: Bool {
+        if machine.phase != .active { return true }
+        return machine.downloads.contains { download in
+            switch download.phase {
+            case .running, .reserving, .lookingUp, .publishing: return true
+            case .queued, .waiting, .finished: return false
+            }
+        }
+    }
+
     /// The download indices (no `Download` made for them).
     var indices: Range<Int> { spec.downloads.indices }
 

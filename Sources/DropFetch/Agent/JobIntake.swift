@@ -278,7 +278,8 @@ final class JobIntake: AgentPart {
         table.add(job)
         if let previous { restore(job, from: previous) }
         // A fresh job under `duplicates: skip` (or `duplicates=skip`) is judged before it fetches.
-        if previous == nil, (spec.duplicates ?? config.duplicates) == .skip { job.handle(.duplicateCheckAsked) }
+        // (Not one an earlier run began: the machine asks only while no attempt was made.)
+        if (spec.duplicates ?? config.duplicates) == .skip { job.handle(.duplicateCheckAsked) }
         if job.isFinished { return publisher.fileJob(job) }
         let due = previous?.retryAt.flatMap(Timestamp.parse).map { wall in
             clock.now() + max(0, wall - clock.wallSeconds()) * 1000

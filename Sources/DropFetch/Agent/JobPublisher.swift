@@ -90,9 +90,17 @@ final class JobPublisher: AgentPart {
             folders = []
         }
         let published = job.publishedFiles.map { (folder: $0.folder, name: $0.name) }
-        let request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
-                                          publishedRecords: published + (publishedRecord.map { [$0] } ?? []),
-                                          removesState: job.stateFileMayExist, markedPart: markedPart)
+        var request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
+                                  publishedRecords: published + (publishedRecord.map { [$0] } ?? []),
+                                  removesState: job.stateFileMayExist, markedPart: markedPart)
+        // Each download's URL as fetched, for the done index (a duplicate fetched none).
+        if outcome == .done, record.duplicateOf == nil {
+            request.fetchedURLs = job.indices.compactMap { index in
+                guard index < record.downloads.count, record.downloads[index].state == .done else { return nil }
+                let urls = job.spec.downloads[index].urls
+                return urls[min(job.machine.downloads[index].mirror, urls.count - 1)]
+            }
+        }
         return (request, folders)
     }
 

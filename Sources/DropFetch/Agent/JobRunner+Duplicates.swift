@@ -9,15 +9,16 @@ extension JobRunner {
     static let duplicateWait: Int64 = 200
 
     func judgeDuplicate(_ entry: Scheduler.Entry, _ job: Job) {
-        let keys = Set(job.spec.downloads.flatMap { $0.urls.map { URLKey.key(Redaction.url($0)) } })
+        let keys = job.urlKeys
         doneURLs.refresh(root: spool.root)
         if fetchesAny(of: keys, besides: job) {
             return scheduler.enqueue(entry, due: clock.now() + JobRunner.duplicateWait)
         }
-        switch DuplicateCheck.judge(job.spec, lookup: doneURLs, done: spool.done) {
+        let destinations = [context.destinationRoot] + config.classes.compactMap { $0.destination.map(Agent.absolute) }
+        switch DuplicateCheck.judge(job.spec, lookup: doneURLs, done: spool.done, destinations: destinations) {
         case .fetch:
             job.handle(.judgedNotDuplicate)
-            spool.doneIndex.appendFetching(keys: keys.sorted(), workName: job.workName)
+            spool.doneIndex.appendFetching(keys: keys.sorted(), workName: job.workName, claim: job.owner.claim)
             start(entry)
         case .duplicate(let earlier, let downloads):
             scheduler.remove(job: job.id)
@@ -54,16 +55,18 @@ extension JobRunner {
         }
     }
 
-    /// Whether another job fetches one of `keys`: one of this agent's past its own check, or one
-    /// another agent's index says fetches it and whose job file is still in that agent's work folder.
+    /// Whether another job fetches one of `keys` now: one of this agent's (`Job.isFetching`: not
+    /// one that waits for a retry, which could outlast `run --once`), or one another agent's index
+    /// says fetches it and whose job file (that inode) is still in that agent's work folder.
     private func fetchesAny(of keys: Set<String>, besides job: Job) -> Bool {
         let here = table.allJobs.contains { other in
-            other !== job && !other.machine.awaitsDuplicateCheck && !other.isFinished
-                && other.spec.downloads.contains { $0.urls.contains { keys.contains(URLKey.key(Redaction.url($0))) } }
+            other !== job && other.isFetching && !other.urlKeys.isDisjoint(with: keys)
         }
         if here { return true }
         return keys.contains { key in
-            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains(where: FileSystem.exists)
+            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains { path, claim in
+                (try? FileSystem.lstatus(path)).map { UInt64($0.st_ino) == claim } ?? false
+            }
         }
     }
 }

@@ -2,9 +2,10 @@ import Glibc
 
 /// The spool's index of what done/ holds, for duplicates (DESIGN §10 "Duplicates"): each agent
 /// appends to `<spool>/.done-urls.<agent>`, where it files a job into done/, one line per download
-/// that finished, `<URLKey> <record name>` (the name escaped as in `FilingJournal`), and, when a
-/// job judged under `duplicates: skip` starts to fetch, `+<URLKey> <work name>`: the job in its work
-/// folder fetches that URL while the file is there (a later job of the URL waits). Every agent
+/// that finished, `<URLKey> <record name>` (the name escaped as in `FilingJournal`; the key of the
+/// URL it was fetched from), and, when a job judged under `duplicates: skip` starts to fetch,
+/// `+<URLKey> <work name> <inode>`: the job in its work folder fetches that URL while a file of that
+/// inode is there under that name (a later job of the URL waits). Every agent
 /// reads every agent's file (`Lookup`), so a job filed by one is seen by the others. An index is a
 /// hint as untrusted as any file a spool group member can write: a line says where to look, and
 /// only the record in done/ and the file it names decide (`DuplicateCheck`), so a forged or stale
@@ -26,9 +27,9 @@ final class DoneIndex: Sendable {
     /// Records that the job filed into done/ as `name` fetched `keys` (`URLKey.key` of each done
     /// download's URL). A failure is not the filing's: the lines are lost (a later job of the
     /// same URL is fetched) and the file opened again next time.
-    func append(keys: [String], name: String) {
+    func append(keys: [String], name: String, escaping: Bool = true) {
         guard !keys.isEmpty else { return }
-        let escaped = FilingJournal.escaped(name)
+        let escaped = escaping ? FilingJournal.escaped(name) : name
         let lines = Array(keys.map { $0 + " " + escaped + "\n" }.joined().utf8)
         file.withLock { file in
             do {
@@ -40,9 +41,10 @@ final class DoneIndex: Sendable {
         }
     }
 
-    /// Records that the job `workName` of this agent's work folder starts to fetch `keys`.
-    func appendFetching(keys: [String], workName: String) {
-        append(keys: keys.map { "+" + $0 }, name: workName)
+    /// Records that the job `workName` (its job file's inode `claim`) of this agent's work folder
+    /// starts to fetch `keys`.
+    func appendFetching(keys: [String], workName: String, claim: UInt64) {
+        append(keys: keys.map { "+" + $0 }, name: FilingJournal.escaped(workName) + " \(claim)", escaping: false)
     }
 
     /// Opens the index for appending (never a symlink or a FIFO a peer planted), writing the header into a new one.
@@ -65,8 +67,8 @@ final class DoneIndex: Sendable {
 
         private var offsets: [String: Int64] = [:]
         private var names: [String: [String]] = [:]
-        /// Jobs said to fetch a URL (`+` lines): their agent and work name, the last few per key.
-        private var fetching: [String: [(agent: String, workName: String)]] = [:]
+        /// Jobs said to fetch a URL (`+` lines): their agent, work name and job file's inode, the last few per key.
+        private var fetching: [String: [(agent: String, workName: String, claim: UInt64)]] = [:]
         private(set) var entries = 0
 
         /// The records that fetched the URL of `key`, newest first.
@@ -75,9 +77,9 @@ final class DoneIndex: Sendable {
         }
 
         /// The jobs of other agents than `agent` said to fetch the URL of `key`, as work folder
-        /// paths below `workRoot`: one still there is still at it.
-        func fetching(_ key: String, besides agent: String, workRoot: String) -> [String] {
-            (fetching[key] ?? []).filter { $0.agent != agent }.map { workRoot + "/" + $0.agent + "/" + $0.workName }
+        /// paths below `workRoot` and their job files' inodes: one still there is still at it.
+        func fetching(_ key: String, besides agent: String, workRoot: String) -> [(path: String, claim: UInt64)] {
+            (fetching[key] ?? []).filter { $0.agent != agent }.map { (workRoot + "/" + $0.agent + "/" + $0.workName, $0.claim) }
         }
 
         /// Reads what every index in `root` gained since the last call.
@@ -92,43 +94,56 @@ final class DoneIndex: Sendable {
             guard entries < Lookup.maxEntries,
                   let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC),
                   let info = try? file.status(), (info.st_mode & S_IFMT) == S_IFREG else { return }
-            let known = offsets[path] ?? 0
             let size = Int64(info.st_size)
             // Shorter than what was read: replaced by another file; begun again.
-            let start = size < known ? 0 : known
-            guard size > start, (try? file.seek(to: start)) != nil,
-                  let bytes = try? file.read(upTo: Lookup.maxRead, expected: Int(min(size - start, Int64(Lookup.maxRead)))) else { return }
-            var position = 0
-            if start == 0 {
-                let header = Array(DoneIndex.header.utf8)
-                guard bytes.count >= header.count, Array(bytes[0..<header.count]) == header else {
-                    // Not an index of this version: never read (its length marks it read).
-                    offsets[path] = size
-                    return
-                }
-                position = header.count
-            }
+            if size < offsets[path] ?? 0 { offsets[path] = 0 }
             let agent = String(FileSystem.baseName(of: path).dropFirst(DoneIndex.prefix.count))
-            while let end = bytes[position...].firstIndex(of: 0x0A) {
-                if end - position <= Lookup.maxLine { take(bytes[position..<end], agent: agent) }
-                position = end + 1
-                if entries >= Lookup.maxEntries { break }
+            // To the end, a chunk at a time: a check sees every line there was.
+            while entries < Lookup.maxEntries {
+                let start = offsets[path] ?? 0
+                guard size > start, (try? file.seek(to: start)) != nil,
+                      let bytes = try? file.read(upTo: Lookup.maxRead, expected: Int(min(size - start, Int64(Lookup.maxRead)))),
+                      !bytes.isEmpty else { return }
+                var position = 0
+                if start == 0 {
+                    let header = Array(DoneIndex.header.utf8)
+                    guard bytes.count >= header.count, Array(bytes[0..<header.count]) == header else {
+                        // Not an index of this version: never read (its length marks it read).
+                        offsets[path] = size
+                        return
+                    }
+                    position = header.count
+                }
+                let first = position
+                while let end = bytes[position...].firstIndex(of: 0x0A) {
+                    if end - position <= Lookup.maxLine { take(bytes[position..<end], agent: agent) }
+                    position = end + 1
+                    if entries >= Lookup.maxEntries { break }
+                }
+                if position == first {
+                    // No whole line: an append in progress, read again next time; or a chunk
+                    // without a newline, which is no line of ours and is passed over.
+                    guard bytes.count == Lookup.maxRead else { return }
+                    position = bytes.count
+                }
+                offsets[path] = start + Int64(position)
+                if bytes.count < Lookup.maxRead { return }
             }
-            // A last line without its newline is an append in progress: read again next time.
-            offsets[path] = start + Int64(position)
         }
 
         /// One `<32 hex> <escaped name>` or `+<32 hex> <escaped work name>` line of `agent`'s
         /// index; anything else is skipped.
         private func take(_ line: ArraySlice<UInt8>, agent: String) {
             let fetches = line.first == UInt8(ascii: "+")
-            let fields = line.dropFirst(fetches ? 1 : 0).split(separator: 0x20, maxSplits: 1, omittingEmptySubsequences: false)
-            guard fields.count == 2, fields[0].count == 32,
+            let fields = line.dropFirst(fetches ? 1 : 0).split(separator: 0x20, maxSplits: fetches ? 2 : 1,
+                                                               omittingEmptySubsequences: false)
+            guard fields.count == (fetches ? 3 : 2), fields[0].count == 32,
                   fields[0].allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
                   let name = RecentFilings.unescaped(fields[1]), Spool.isJobName(name), !name.utf8.contains(0x2F) else { return }
             let key = String(decoding: fields[0], as: UTF8.self)
             if fetches {
-                fetching[key, default: []].append((agent, name))
+                guard let claim = UInt64(String(decoding: fields[2], as: UTF8.self)) else { return }
+                fetching[key, default: []].append((agent, name, claim))
                 if fetching[key]!.count > 16 { fetching[key]!.removeFirst() }
             } else {
                 names[key, default: []].append(name)

@@ -15,8 +15,9 @@ enum DuplicateCheck {
     /// Records looked at for one URL, newest first: a URL fetched over and over has one good record near the top.
     static let maxCandidates = 8
 
-    /// The verdict for `spec`, from the index `lookup` and the records in `done`.
-    static func judge(_ spec: JobSpec, lookup: DoneIndex.Lookup, done: String) -> Verdict {
+    /// The verdict for `spec`, from the index `lookup` and the records in `done`; a record's file
+    /// counts only below one of `destinations` (the agent's destination roots).
+    static func judge(_ spec: JobSpec, lookup: DoneIndex.Lookup, done: String, destinations: [String]) -> Verdict {
         guard !spec.downloads.isEmpty else { return .fetch }
         var records: [String: StatusRecord?] = [:]
         func record(_ name: String) -> StatusRecord? {
@@ -29,7 +30,9 @@ enum DuplicateCheck {
         var earlier: String?
         var entries: [DownloadStatus] = []
         for download in spec.downloads {
-            guard let (name, entry) = match(download, lookup: lookup, record: record) else { return .fetch }
+            guard let (name, entry) = match(download, lookup: lookup, destinations: destinations, record: record) else {
+                return .fetch
+            }
             earlier = earlier ?? name
             entries.append(entry)
         }
@@ -39,14 +42,17 @@ enum DuplicateCheck {
 
     /// The first record (newest first) holding a finished download of one of `download`'s URLs
     /// whose file is still there, whole, and right for its `checksum=`.
-    private static func match(_ download: DownloadSpec, lookup: DoneIndex.Lookup,
+    private static func match(_ download: DownloadSpec, lookup: DoneIndex.Lookup, destinations: [String],
                               record: (String) -> StatusRecord?) -> (String, DownloadStatus)? {
         for url in download.urls {
-            let key = URLKey.key(Redaction.url(url))
+            // The index is keyed by the whole URL; the record keeps it without credentials.
+            let key = URLKey.key(url)
+            let shown = URLKey.normalized(Redaction.url(url))
             for name in lookup.records(for: key).prefix(maxCandidates) {
                 guard let found = record(name), found.state == .done else { continue }
-                for entry in found.downloads where entry.state == .done && URLKey.key(entry.url) == key {
-                    guard let file = entry.file, let info = try? FileSystem.lstatus(file),
+                for entry in found.downloads where entry.state == .done && URLKey.normalized(entry.url) == shown {
+                    guard let file = entry.file, isBelow(file, destinations),
+                          let info = try? FileSystem.lstatus(file),
                           (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == entry.bytes else { continue }
                     if let checksum = download.checksum {
                         guard checksum.algorithm == .sha256, entry.sha256 == checksum.hex else { continue }
@@ -56,5 +62,12 @@ enum DuplicateCheck {
             }
         }
         return nil
+    }
+
+    /// Whether `path` names a file below one of `roots`, with no `.` or `..` step out of it.
+    static func isBelow(_ path: String, _ roots: [String]) -> Bool {
+        let steps = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard !steps.contains(where: { $0 == "." || $0 == ".." }) else { return false }
+        return roots.contains { root in path.hasPrefix(root.hasSuffix("/") ? root : root + "/") }
     }
 }

@@ -41,6 +41,9 @@ struct SpoolFiling: WorkerRequest {
     let journal: FilingJournal
     /// Told of the URLs a job filed into done/ fetched (duplicates).
     let doneIndex: DoneIndex
+    /// The URL each finished download was fetched from, as written in the job file (credentials
+    /// included: only its key goes to the index), for `doneIndex`.
+    var fetchedURLs: [String] = []
 
     /// The filing of the job file at `source` under `status`, planned on the loop (the record
     /// numbers the spool remembers are the loop's).
@@ -89,10 +92,7 @@ struct SpoolFiling: WorkerRequest {
                 unmarked += removeOwnerMarks(of: owner)
             }
             journal.append(name: FileSystem.baseName(of: filed.jobPath), outcome: outcome)
-            if outcome == .done {
-                doneIndex.append(keys: status.downloads.filter { $0.state == .done && $0.file != nil }.map { URLKey.key($0.url) },
-                                 name: FileSystem.baseName(of: filed.jobPath))
-            }
+            if outcome == .done { doneIndex.append(keys: fetchedURLs.map(URLKey.key), name: FileSystem.baseName(of: filed.jobPath)) }
             if let statePath { try? FileSystem.removeIfPresent(statePath) }
             return .filed(filed)
         } catch {

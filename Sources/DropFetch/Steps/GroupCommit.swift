@@ -116,8 +116,10 @@ final class GroupCommit {
     }
 
     private var state: State
-    /// The task done inline last, and its error: the next waiters on the same task take that.
-    private var lastInlineTask: (task: any WorkerTask, error: SystemError?)?
+    /// The tasks done inline since the last `flush`, with their errors: a later waiter on one of
+    /// them takes that, however many other tasks ran between (the task is held, so its identity
+    /// cannot pass to another object meanwhile).
+    private var inlineTasks: [ObjectIdentifier: (task: any WorkerTask, error: SystemError?)] = [:]
     private var gathering = Round()
     /// Steps whose syncs are done, in order, with their error; run a few at a time (`runReadySteps`)
     /// so that a large batch does not make one long loop turn.
@@ -175,13 +177,13 @@ final class GroupCommit {
         case .inline:
             var failure: SystemError?
             for target in targets where failure == nil {
-                // One task asked for by several waiters (a batch of completions) runs once, as in a round.
-                if case .task(let task) = target, let last = lastInlineTask, last.task === task {
-                    failure = last.error
+                // One task asked for by several waiters (a batch of ends) runs once, as in a round.
+                if case .task(let task) = target, let done = inlineTasks[ObjectIdentifier(task)] {
+                    failure = done.error
                     continue
                 }
                 failure = target.performInline(durable: durable)
-                if case .task(let task) = target { lastInlineTask = (task, failure) }
+                if case .task(let task) = target { inlineTasks[ObjectIdentifier(task)] = (task, failure) }
             }
             syncs += targets.count
             then(failure)
@@ -193,7 +195,7 @@ final class GroupCommit {
     /// Sends what was gathered when no batch is in flight; called once at the end of each loop turn.
     func flush() {
         // Inline, a batch's waiters are all served in the turn that asked: its files close now.
-        lastInlineTask = nil
+        inlineTasks.removeAll(keepingCapacity: true)
         guard case .idle(let worker) = state, !gathering.waiters.isEmpty else { return }
         let round = gathering
         gathering = Round()

@@ -275,5 +275,25 @@ struct CoreAgentTests {
         #expect(fixture.destinationNames().count == 43, "\(fixture.destinationNames())")
         #expect(!fixture.destinationNames().contains { $0.hasPrefix(".") }, "partial data left: \(fixture.destinationNames())")
     }
-}
 
+    /// With `fsync: false` the finish path runs on the loop: an end's handler that asks for
+    /// another end (a part not published, so the job is filed as failed) is carried out before
+    /// `run --once` may end.
+    @Test("fsync: false, on_conflict: fail, the name taken during the transfer: filed in failed/ in the same run, exit 1, the other file kept")
+    func inlineFinishFilesARefusedPublication() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(400_000, seed: 3408)
+        server.serve("/x/taken.bin", body: body, faults: [.drip(bytesPerChunk: 32 << 10, interval: .milliseconds(40))])
+        let fixture = try SpoolFixture(extraConfig: "fsync: false\non_conflict: fail\n")
+        try fixture.drop("taken.url", server.url("/x/taken.bin") + "\n")
+        let agent = try AgentProcess(["run", "--once"], config: fixture.configPath, log: fixture.logPath, in: fixture)
+        try agent.start()
+        #expect(try waitUntil { (fixture.fileSize(fixture.destination + "/.taken.bin.part") ?? 0) > 0 }, "\(fixture.log)")
+        try "someone else's".write(toFile: fixture.destination + "/taken.bin", atomically: false, encoding: .utf8)
+        #expect(try agent.wait(timeout: .seconds(60)) == .exited(1), "\(fixture.log)")
+        #expect(fixture.jobs(in: "failed") == ["taken.url"])
+        #expect(fixture.names(in: "work/test-agent").filter { $0 != ".lock" }.isEmpty)
+        #expect(try fixture.status("failed", "taken.url").error?.kind == .exists)
+        #expect(try String(contentsOfFile: fixture.destination + "/taken.bin", encoding: .utf8) == "someone else's")
+    }
+}
