@@ -466,7 +466,10 @@ extension HostileInputTests {
     static func verifyNothingEscaped(_ cases: [Case], sentinelBefore: [String: Tree.Entry], in c: Context) {
         let f = c.fixture
         #expect(Tree.names(f.root.path) == ["agent.log", "config.yaml", "downloads", "sentinel", "spool"])
-        #expect(Tree.names(f.spool) == ["done", "failed", "hold", "inbox", "work"])
+        // Besides the folders, the agent's filing journal and done index (FilingJournal, DoneIndex).
+        #expect(Tree.names(f.spool).filter { !$0.hasPrefix(".filings.") && !$0.hasPrefix(".done-urls.") }
+                == ["done", "failed", "hold", "inbox", "work"])
+        #expect(Tree.names(f.spool).filter { $0.hasPrefix(".") }.allSatisfy { $0 == ".filings.test-agent" || $0 == ".done-urls.test-agent" })
         #expect(Tree.names(f.spool + "/hold").isEmpty)
         #expect(Tree.names(f.spool + "/work") == ["test-agent"])
         #expect(Tree.names(f.spool + "/work/test-agent") == [".lock"])
