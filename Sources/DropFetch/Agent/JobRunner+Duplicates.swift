@@ -57,16 +57,16 @@ extension JobRunner {
 
     /// Whether another job fetches one of `keys` now: one of this agent's (`Job.isFetching`: not
     /// one that waits for a retry, which could outlast `run --once`), or one another agent's index
-    /// says fetches it and whose job file (that inode) is still in that agent's work folder.
+    /// says fetches it and whose job file is still in that agent's work folder. Its inode is not
+    /// compared: two mounts of one GlusterFS volume number one file differently, and a later job
+    /// under the same name only makes this one wait for it.
     private func fetchesAny(of keys: Set<String>, besides job: Job) -> Bool {
         let here = table.allJobs.contains { other in
             other !== job && other.isFetching && !other.urlKeys.isDisjoint(with: keys)
         }
         if here { return true }
         return keys.contains { key in
-            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains { path, claim in
-                (try? FileSystem.lstatus(path)).map { UInt64($0.st_ino) == claim } ?? false
-            }
+            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains { path, _ in FileSystem.exists(path) }
         }
     }
 }

@@ -16,7 +16,7 @@ enum DuplicateCheck {
     static let maxCandidates = 8
 
     /// The verdict for `spec`, from the index `lookup` and the records in `done`; a record's file
-    /// counts only below one of `destinations` (the agent's destination roots).
+    /// counts only below one of `destinations` (the agent's destination roots) or as this user's.
     static func judge(_ spec: JobSpec, lookup: DoneIndex.Lookup, done: String, destinations: [String]) -> Verdict {
         guard !spec.downloads.isEmpty else { return .fetch }
         var records: [String: StatusRecord?] = [:]
@@ -51,9 +51,12 @@ enum DuplicateCheck {
             for name in lookup.records(for: key).prefix(maxCandidates) {
                 guard let found = record(name), found.state == .done else { continue }
                 for entry in found.downloads where entry.state == .done && URLKey.normalized(entry.url) == shown {
-                    guard let file = entry.file, isBelow(file, destinations),
-                          let info = try? FileSystem.lstatus(file),
-                          (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == entry.bytes else { continue }
+                    // A file below a destination of this agent, or one an agent of this user wrote
+                    // (another agent's record names the file as its own mount shows it): never
+                    // another user's file a forged record points at.
+                    guard let file = entry.file, let info = try? FileSystem.lstatus(file),
+                          (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == entry.bytes,
+                          isBelow(file, destinations) || info.st_uid == geteuid() else { continue }
                     if let checksum = download.checksum {
                         guard checksum.algorithm == .sha256, entry.sha256 == checksum.hex else { continue }
                     }
