@@ -66,7 +66,7 @@ extension JobRunner {
         }
         if here { return true }
         return keys.contains { key in
-            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains { path, _ in FileSystem.exists(path) }
+            doneURLs.fetching(key, besides: agentID, workRoot: spool.workRoot).contains(where: FileSystem.exists)
         }
     }
 }

@@ -67,8 +67,10 @@ final class DoneIndex: Sendable {
 
         private var offsets: [String: Int64] = [:]
         private var names: [String: [String]] = [:]
-        /// Jobs said to fetch a URL (`+` lines): their agent, work name and job file's inode, the last few per key.
-        private var fetching: [String: [(agent: String, workName: String, claim: UInt64)]] = [:]
+        /// Jobs said to fetch a URL (`+` lines): their agent and work name, the last few per key.
+        /// The inode a line also gives is checked to be a number, not compared: two mounts of one
+        /// GlusterFS volume number one file differently.
+        private var fetching: [String: [(agent: String, workName: String)]] = [:]
         private(set) var entries = 0
 
         /// The records that fetched the URL of `key`, newest first.
@@ -77,9 +79,9 @@ final class DoneIndex: Sendable {
         }
 
         /// The jobs of other agents than `agent` said to fetch the URL of `key`, as work folder
-        /// paths below `workRoot` and their job files' inodes: one still there is still at it.
-        func fetching(_ key: String, besides agent: String, workRoot: String) -> [(path: String, claim: UInt64)] {
-            (fetching[key] ?? []).filter { $0.agent != agent }.map { (workRoot + "/" + $0.agent + "/" + $0.workName, $0.claim) }
+        /// paths below `workRoot`: one still there is still at it.
+        func fetching(_ key: String, besides agent: String, workRoot: String) -> [String] {
+            (fetching[key] ?? []).filter { $0.agent != agent }.map { workRoot + "/" + $0.agent + "/" + $0.workName }
         }
 
         /// Reads what every index in `root` gained since the last call.
@@ -142,8 +144,8 @@ final class DoneIndex: Sendable {
                   let name = RecentFilings.unescaped(fields[1]), Spool.isJobName(name), !name.utf8.contains(0x2F) else { return }
             let key = String(decoding: fields[0], as: UTF8.self)
             if fetches {
-                guard let claim = UInt64(String(decoding: fields[2], as: UTF8.self)) else { return }
-                fetching[key, default: []].append((agent, name, claim))
+                guard UInt64(String(decoding: fields[2], as: UTF8.self)) != nil else { return }
+                fetching[key, default: []].append((agent, name))
                 if fetching[key]!.count > 16 { fetching[key]!.removeFirst() }
             } else {
                 names[key, default: []].append(name)
