@@ -37,11 +37,10 @@ struct Run: ParsableCommand {
         let output = LogSetup.bootstrap(level: config.logLevel, quiet: quiet)
         let logger = Logger(label: "dropfetch")
         let progress: ProgressObserver? = output.drawsProgress ? { @Sendable snapshot in output.show(snapshot) } : nil
-        let agent = try Agent(config: config,
-                              options: Agent.Options(once: once, handleSignals: true, configPath: options.path,
-                                                     progress: progress),
-                              logger: logger)
-        let status = agent.run()
+        let status = try Agent.run(config: config,
+                                   options: Agent.Options(once: once, handleSignals: true, configPath: options.path,
+                                                          progress: progress),
+                                   logger: logger)
         output.clear()
         if status != .success { throw ExitCode(status.rawValue) }
     }

@@ -40,6 +40,12 @@ public final class Agent {
         case stopping
     }
 
+    /// Set when the run ended because the agent was fenced (DESIGN.md §10): its lease ran out,
+    /// and it dropped its jobs. `Agent.run(config:options:logger:)` then starts a new agent.
+    public private(set) var endedFenced = false
+    /// This agent takes the place of one that was fenced (it says so when it starts).
+    var rejoins = false
+
     let context: AgentContext
     let intake: JobIntake
     let runner: JobRunner
@@ -74,6 +80,23 @@ public final class Agent {
     private var table: JobTable { context.table }
     private var multi: CurlMulti { context.multi }
     var clock: AgentClock { context.clock }
+
+    /// Runs an agent until it ends, and a new one each time a daemon's was fenced (DESIGN.md §10):
+    /// the new agent owns only what it claims or recovers anew. What the CLI's `run` calls.
+    public static func run(config: Config, options: Options, logger: Logger) throws -> ExitStatus {
+        var config = config
+        var rejoins = false
+        while true {
+            let agent = try Agent(config: config, options: options, logger: logger)
+            agent.rejoins = rejoins
+            let status = agent.run()
+            guard agent.endedFenced, !options.once, status == .success, agent.context.lease?.answersAgain == true else {
+                return status
+            }
+            config = agent.context.config
+            rejoins = true
+        }
+    }
 
     /// Prepares the agent; nothing touches the disk or the network until `run()`.
     public convenience init(config: Config, options: Options = Options(), logger: Logger) throws {
@@ -138,6 +161,10 @@ public final class Agent {
     public func run() -> ExitStatus {
         do {
             try spool.open()
+            let lease = try WorkLease(folder: spool.work, lease: config.lease, logger: logger)
+            context.lease = lease
+            context.fence = lease.fence
+            for worker in context.workers { worker.fence = lease.fence }
             spool.recordKey = loadRecordKey()
             context.metrics?.loadCounters()
             try FileSystem.makeDirectories(context.destinationRoot)
@@ -158,8 +185,11 @@ public final class Agent {
         }
         logger.info("agent started", metadata: [
             "agent": "\(context.agentID)", "spool": "\(spool.root)", "destination": "\(context.destinationRoot)",
-            "mode": "\(options.once ? "once" : "daemon")",
+            "mode": "\(options.once ? "once" : "daemon")", "epoch": "\(context.fence.epoch)",
         ])
+        if rejoins {
+            logger.info("re-joined the spool: work folder \(spool.work) taken again (lease epoch \(context.fence.epoch)); jobs adopted meanwhile are other agents' now")
+        }
         let stale = spool.removeStaleTemporaries()
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
         startedAt = clock.now()
@@ -174,8 +204,8 @@ public final class Agent {
     }
 
     private func loop() -> ExitStatus {
-        let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor,
-                               configWatcher?.fileDescriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
+        let ownDescriptors = ([watcher?.fileDescriptor, signals?.fileDescriptor, configWatcher?.fileDescriptor,
+                               context.lease?.descriptor] + context.workers.map(\.descriptor)).compactMap { $0 }
         func waitList(_ fds: [Int32]) -> [curl_waitfd] {
             fds.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
         }
@@ -195,6 +225,7 @@ public final class Agent {
                 let work = watchesWorkFolder ? workWatcher.map { [$0.fileDescriptor] } ?? [] : []
                 descriptors = waitList(ownDescriptors + work + hashing)
             }
+            if context.fence.isBroken { return fenced() }
             schedule.refresh()
             if case .running = state {
                 runner.startRunnable()
@@ -204,7 +235,8 @@ public final class Agent {
             // Done on the loop (`fsync: false`), an end's handler may ask for another end (a job
             // filed after its part failed to publish): those go too, before the loop may sleep.
             while !context.finishes.isEmpty {
-                context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan, logger: logger)
+                context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan,
+                                       fence: context.fence, logger: logger)
             }
             if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
@@ -222,6 +254,8 @@ public final class Agent {
                 runner.stopTransfers()
                 return .failed
             }
+            // What the transfers of this turn came to is not acted on once another agent may own their jobs.
+            if context.fence.isBroken { return fenced() }
             // Only descriptors that curl_multi_poll(3) marked readable are read.
             func isReady(_ fd: Int32?) -> Bool { descriptors.contains { $0.fd == fd && $0.revents != 0 } }
             runner.digestsReady { isReady($0) }
@@ -258,6 +292,54 @@ public final class Agent {
             }
         }
         return finalStatus()
+    }
+
+    /// The lease ran out (DESIGN.md §10 Fencing): every job and transfer is dropped with no step on
+    /// disk, since another agent may adopt them now. `run --once` then ends (75); a daemon waits
+    /// until its file system answers again (a renewal goes through) or a stop signal comes, and
+    /// ends so that a new agent re-joins (`Agent.run(config:options:logger:)`).
+    private func fenced() -> ExitStatus {
+        endedFenced = true
+        let reason = context.fence.brokenBecause ?? "the lease ran out"
+        logger.warning("fenced: \(reason); dropped \(table.count) jobs and \(table.runningCount) transfers without a step on disk: another agent may adopt them",
+                       metadata: ["work": "\(spool.work)", "epoch": "\(context.fence.epoch)",
+                                  "then": "\(options.once ? "exit 75" : "re-join when the file system answers")"])
+        context.acceptsWork = false
+        runner.abandonAll()
+        context.finishes.removeAll()
+        for worker in context.workers { worker.abandon() }
+        notifier?.status("fenced: lease on \(spool.work) ran out; waiting to re-join")
+        context.metrics?.fenced()
+        writeFencedMetrics()
+        if options.once { return .retriesPending }
+        var descriptors = [signals?.fileDescriptor, context.lease?.descriptor].compactMap { $0 }
+            .map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        while context.lease?.answersAgain == false {
+            _ = poll(&descriptors, nfds_t(descriptors.count), 1000)
+            notifier?.keepAlive()
+            context.lease?.drain()
+            guard let received = signals?.drain() else { continue }
+            for signal in received {
+                switch signal {
+                case .terminate, .interrupt:
+                    logger.info("stopped while fenced; the jobs stay for this or another agent")
+                    notifier?.stopping()
+                    return .success
+                case .child: context.hooks.reap()
+                case .hangup: break
+                }
+            }
+        }
+        // The counters reach the spool now that it answers: the new agent continues from them.
+        writeFencedMetrics()
+        return .success
+    }
+
+    /// The metrics file written at once with the `fenced` gauge set.
+    private func writeFencedMetrics() {
+        var gauges = metricsGauges
+        gauges.fenced = true
+        context.metrics?.write(now: clock.now(), gauges)
     }
 
     /// When the work folder's watch was last read (monotonic ms).
@@ -356,6 +438,9 @@ public final class Agent {
         if !options.once, config.scanInterval > .zero {
             deadline = min(deadline, Agent.adding(lastScan, config.scanInterval))
         }
+        // The lease running out (its renewal blocked) and a work folder whose owner's lease may have.
+        if let left = context.fence.millisecondsLeft() { deadline = min(deadline, now + left + 1) }
+        if !options.once, let look = recovery.nextLook { deadline = min(deadline, now + max(0, look - Fence.now() / 1_000_000) + 1) }
         if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort || context.receiveBudget.hasPaused
             || !context.finishes.isEmpty { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
@@ -376,7 +461,8 @@ public final class Agent {
             lastCleanup = now
             spool.removeStaleTemporaries()
         }
-        if !options.once, config.scanInterval > .zero, now >= Agent.adding(lastScan, config.scanInterval) {
+        let adoptionDue = recovery.adoptionIsDue(now: Fence.now() / 1_000_000)
+        if !options.once, adoptionDue || (config.scanInterval > .zero && now >= Agent.adding(lastScan, config.scanInterval)) {
             // Recovery admits the names it finds in work/: not while a claim on its way back has
             // put one there. New claims wait for it, so it runs as soon as those are back.
             intake.holdsClaims = intake.claimsInFlight > 0

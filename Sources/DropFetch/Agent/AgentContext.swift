@@ -38,6 +38,10 @@ final class AgentContext {
     let workers: [GroupCommit]
     /// False once a stop was asked for: nothing new is indexed or started.
     var acceptsWork = true
+    /// This agent's lease on its work folder, taken when it starts (DESIGN.md §10 Fencing).
+    var lease: WorkLease?
+    /// Asked before every irreversible step for a job: the lease's, once the agent holds it.
+    var fence = Fence.permanentlyOpen()
 
     init(config: Config, options: Agent.Options, logger: Logger, spool: Spool, agentID: String,
          destinationRoot: String, multi: CurlMulti, crashPlan: CrashPlan?, clock: AgentClock = AgentClock()) {

@@ -45,14 +45,17 @@ final class Job {
     let spec: JobSpec
     /// Queue order among equal priorities (nanoseconds of arrival).
     let arrival: Int64
+    /// Adopted from an agent that may still be running elsewhere: its partial data is not resumed.
+    let distrustsData: Bool
     private(set) var machine: JobMachine
     private let clock: AgentClock
     private var parts: [PartFile?]
     private var publishedRecords: [PublishedRecord?]
 
     init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
-         stateFileMayExist: Bool = true, clock: AgentClock) {
+         stateFileMayExist: Bool = true, distrustsData: Bool = false, clock: AgentClock) {
         self.id = id
+        self.distrustsData = distrustsData
         self.workName = workName
         self.owner = owner
         self.spec = spec

@@ -233,7 +233,8 @@ final class JobIntake: AgentPart {
     /// Reads, validates and queues a job that is now in `work/<agent>/`; an invalid one is filed
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
     func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
-               recovered: Bool = false, contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
+               recovered: Bool = false, distrustsData: Bool = false,
+               contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
         let now = Timestamp.format(seconds: clock.wallSeconds())
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
@@ -274,7 +275,8 @@ final class JobIntake: AgentPart {
         // A claim writes a state first for a job from a routing folder or under another name (SpoolClaim).
         let claimWroteState = !folder.isEmpty || workName != jobName
         let job = Job(id: table.makeID(), workName: workName, owner: PartOwner(job: jobName, claim: claim), spec: spec,
-                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil || claimWroteState, clock: clock)
+                      record: record, arrival: arrival, stateFileMayExist: recovered || previous != nil || claimWroteState,
+                      distrustsData: distrustsData, clock: clock)
         table.add(job)
         if let previous { restore(job, from: previous) }
         // A fresh job under `duplicates: skip` (or `duplicates=skip`) is judged before it fetches.

@@ -6,9 +6,19 @@ final class JobRecovery: AgentPart {
     let context: AgentContext
     unowned var intake: JobIntake!
     private var sweptLeftovers = false
+    /// Other agents' leases as this agent saw them (adoption waits for one to run out).
+    private let leases: LeaseWatch
+    /// When a work folder whose lock is free may be adopted (CLOCK_BOOTTIME ms), if one waits.
+    private(set) var nextLook: Int64?
 
     init(context: AgentContext) {
         self.context = context
+        leases = LeaseWatch(ownLease: context.config.lease)
+    }
+
+    /// Whether a folder waits to be adopted and its time has come.
+    func adoptionIsDue(now: Int64) -> Bool {
+        nextLook.map { $0 <= now } ?? false
     }
 
     /// Adopts this agent's work folder and any dead agent's (docs/spool.md), resuming each job from
@@ -19,10 +29,14 @@ final class JobRecovery: AgentPart {
             spool.removeLeftovers(in: spool.work)
             sweptLeftovers = true
         }
-        var completed: [String] = []
-        let adopted = spool.adoptOrphans(completed: &completed)
-        for job in completed { logger.info("completed the filing of \(job) begun by a dead agent") }
-        for workName in Set(spool.ownJobs() + adopted).sorted() where table.job(workName: workName) == nil {
+        let adoption = spool.adoptOrphans(watch: leases, now: Fence.now() / 1_000_000)
+        nextLook = adoption.nextLook
+        for job in adoption.completed { logger.info("completed the filing of \(job) begun by an agent that stopped") }
+        if !adoption.adopted.isEmpty {
+            logger.info("adopted \(adoption.adopted.count) jobs of agents that stopped",
+                        metadata: ["jobs": "\(adoption.adopted.count)", "restarted": "\(adoption.distrusted.count)"])
+        }
+        for workName in Set(spool.ownJobs() + adoption.adopted).sorted() where table.job(workName: workName) == nil {
             crashPlan?.reach(.recovery)
             let previous = spool.readState(for: workName)
             let jobName = previous?.job ?? workName
@@ -47,7 +61,7 @@ final class JobRecovery: AgentPart {
             } ?? 0
             intake.admit(workName: workName, jobName: jobName, folder: previous?.folder ?? "", previous: previous,
                          arrival: previous.flatMap { Timestamp.parse($0.submitted) }.map { $0 * 1_000_000_000 } ?? arrival,
-                         recovered: true)
+                         recovered: true, distrustsData: adoption.distrusted.contains(workName))
         }
     }
 }

@@ -152,6 +152,7 @@ final class JobRunner: AgentPart {
         request.minFreeSpace = config.limits.minFreeSpace
         request.fileMode = config.fileMode
         request.network = config.network(for: config.jobClass(named: job.record.className))
+        request.fence = context.fence
         if let host = Transfer.proxiedTarget(of: request, over: request.network) {
             return lookUp(host, for: request, entry, job, newAttempt: newAttempt, recordsState: recordsState)
         }
@@ -419,6 +420,18 @@ final class JobRunner: AgentPart {
                 carryOut(job.apply(.stopped(written: transfer.written), to: unit.download), job, unit.download)
             }
         }
+        admission.reset()
+    }
+
+    /// Drops every job and transfer without a step on disk (DESIGN.md §10 Fencing): the handles
+    /// leave the multi handle, so that no byte more is received for them, and nothing is written,
+    /// published, removed or filed; another agent may own these jobs now.
+    func abandonAll() {
+        var removed = Set<ObjectIdentifier>()
+        for transfer in table.removeAll() where removed.insert(ObjectIdentifier(transfer)).inserted {
+            multi.remove(transfer.easy)
+        }
+        scheduler = Scheduler()
         admission.reset()
     }
 

@@ -56,6 +56,19 @@ final class JobTable {
         if idsByWorkName[job.workName] == job.id { idsByWorkName[job.workName] = nil }
     }
 
+    /// Forgets every job and transfer (a fenced agent drops what it had); returns the
+    /// transfers, every connection of a split download included, for their handles' removal.
+    func removeAll() -> [Transfer] {
+        let running = transfers.values.map(\.transfer) + groups.values.flatMap(\.transfers)
+        jobs = [:]
+        failedFilings = []
+        idsByWorkName = [:]
+        transfers = [:]
+        groups = [:]
+        segmentOwners = [:]
+        return running
+    }
+
     // MARK: - Transfers
 
     /// A transfer runs for `unit`; its download's phase follows from the job's `apply` (transferStarted, redirected).

@@ -100,6 +100,10 @@ public struct Config: Sendable, Equatable {
     public var duplicates: DuplicatePolicy = .off
     /// Period of full inbox rescans; zero means never.
     public var scanInterval: Duration = .seconds(30)
+    /// How long this agent may act on its work folder's jobs after its last renewal of
+    /// `work/<agent>/.lease` began (DESIGN.md §10 Fencing); others adopt them no sooner than a
+    /// lease and a margin after the renewals stop.
+    public var lease: Duration = .seconds(10)
     public var fsync = true
     /// `none` computes no SHA-256 (`sha256` is null in status files); a job's `checksum=` is checked either way.
     public var digest: DigestChoice = .sha256

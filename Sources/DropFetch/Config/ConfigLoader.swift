@@ -16,7 +16,7 @@ public enum ConfigLoader {
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
         "protocols", "on_conflict", "content_disposition", "duplicates", "scan_interval", "fsync", "digest", "classes",
         "hooks", "metrics_file", "status_page", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
-        "schedule", "quota", "split", "history",
+        "schedule", "quota", "split", "history", "lease",
     ] + networkKeys
 
     /// Reads and validates the file at `path`.
@@ -79,6 +79,7 @@ public enum ConfigLoader {
                 case "content_disposition": config.contentDisposition = try field.bool()
                 case "duplicates": config.duplicates = try field.choice([Config.DuplicatePolicy.off, .skip])
                 case "scan_interval": config.scanInterval = try field.duration()
+                case "lease": config.lease = try field.duration(minimum: .seconds(1))
                 case "fsync": config.fsync = try field.bool()
                 case "digest": config.digest = try field.choice([Config.DigestChoice.sha256, .none])
                 case "classes": classes = field

@@ -20,6 +20,7 @@ public enum ConfigReference {
             Entry(key: "digest", value: "sha256 | none", meaning: "Digest of every download in its status file. Default: sha256."),
             Entry(key: "file_mode", value: "octal string", meaning: "Mode of downloaded files, whatever the umask. Default: \"0644\"."),
             Entry(key: "scan_interval", value: "duration", meaning: "Full inbox rescan besides inotify (for NFS); 0 never. Default: 30s."),
+            Entry(key: "lease", value: "duration", meaning: "How long the agent acts on its jobs after its last renewal of work/<agent>/.lease (renewed every quarter of it); when a renewal is late it stops (fenced) and others adopt its jobs after the lease and a margin. At least 1s. Default: 10s."),
             Entry(key: "log_level", value: "trace | debug | info | notice | warning | error | critical", meaning: "Least level logged. Default: info."),
             Entry(key: "metrics_file", value: "path | null", meaning: "Prometheus text file written as counters change. Default: none."),
             Entry(key: "status_page", value: "path | null", meaning: "Self-contained HTML status page (and status.json beside it). Default: none."),

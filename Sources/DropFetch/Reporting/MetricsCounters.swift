@@ -13,10 +13,12 @@ struct MetricsCounters: Codable, Equatable {
     var lastSuccess: Int64?
     /// Finished jobs removed under `history:`.
     var historyRemoved: Int64 = 0
+    /// Times this agent was fenced (DESIGN.md §10).
+    var fenced: Int64 = 0
 
     enum CodingKeys: String, CodingKey {
         case jobs, receivedBytes = "received_bytes", retries, lastSuccess = "last_success"
-        case historyRemoved = "history_removed"
+        case historyRemoved = "history_removed", fenced
     }
 
     init() {}
@@ -29,6 +31,7 @@ struct MetricsCounters: Codable, Equatable {
         retries = try container.decodeIfPresent(Int64.self, forKey: .retries) ?? 0
         lastSuccess = try container.decodeIfPresent(Int64.self, forKey: .lastSuccess)
         historyRemoved = try container.decodeIfPresent(Int64.self, forKey: .historyRemoved) ?? 0
+        fenced = try container.decodeIfPresent(Int64.self, forKey: .fenced) ?? 0
     }
 
     /// Both runs' counts together; the later last success.
@@ -38,6 +41,7 @@ struct MetricsCounters: Codable, Equatable {
         sum.receivedBytes.merge(other.receivedBytes, uniquingKeysWith: +)
         sum.retries += other.retries
         sum.historyRemoved += other.historyRemoved
+        sum.fenced += other.fenced
         sum.lastSuccess = [lastSuccess, other.lastSuccess].compactMap { $0 }.max()
         return sum
     }

@@ -15,6 +15,8 @@ final class MetricsFile {
         var ready = 0
         var waiting = 0
         var inbox = 0
+        /// The agent is fenced: it acts on no job until it re-joins (DESIGN.md §10).
+        var fenced = false
         /// With `schedule:`: `limits.rate_limit` (0: none) and `concurrency.total` in force, and whether a pause is.
         var rateLimit: Int64?
         var concurrency: Int?
@@ -126,6 +128,12 @@ final class MetricsFile {
         changed = true
     }
 
+    /// Counts a fence: the agent lost its lease and stopped acting on its jobs.
+    func fenced() {
+        current.fenced += 1
+        changed = true
+    }
+
     /// When the file should next be written (monotonic ms): nil while nothing changed.
     func nextWrite(_ gauges: Gauges) -> Int64? {
         guard changed || gauges != writtenGauges else { return nil }
@@ -197,6 +205,9 @@ final class MetricsFile {
                [("", "\(counters.historyRemoved)")])
         metric("dropfetch_last_success_timestamp_seconds", "gauge",
                "When a job was last filed as done (Unix time); 0 before the first.", [("", "\(counters.lastSuccess ?? 0)")])
+        metric("dropfetch_fenced", "gauge", "1 while the agent is fenced (its lease ran out: it acts on no job until it re-joins), else 0.",
+               [("", gauges.fenced ? "1" : "0")])
+        metric("dropfetch_fenced_total", "counter", "Times the agent was fenced, counted across runs.", [("", "\(counters.fenced)")])
         metric("dropfetch_transfers_active", "gauge", "Downloads running now.", [("", "\(gauges.active)")])
         metric("dropfetch_queue_ready", "gauge", "Downloads ready to start.", [("", "\(gauges.ready)")])
         metric("dropfetch_queue_waiting", "gauge", "Downloads waiting for a retry, free space or a name's owner.",

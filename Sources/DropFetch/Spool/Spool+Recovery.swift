@@ -86,25 +86,49 @@ extension Spool {
         ((try? FileSystem.entries(of: work)) ?? []).map(\.name).filter(Spool.isJobName).sorted()
     }
 
-    /// Moves the jobs of dead agents (whose `.lock` can be taken) into this agent's work folder.
-    /// A job whose status file the dead agent had already written is filed beside it instead
-    /// (only the dead agent's own records are recognised: see `unfinishedFiling`) and its name
-    /// appended to `completed`.
-    func adoptOrphans(completed: inout [String]) -> [String] {
+    /// What `adoptOrphans` found in other agents' work folders.
+    struct Adoption {
+        /// The jobs moved into this agent's work folder.
         var adopted: [String] = []
+        /// Of those, the ones whose owner may still be alive somewhere (cut off, fenced): their
+        /// partial data is not resumed, since a write of the owner's may still land in it.
+        var distrusted: Set<String> = []
+        /// Jobs whose filing the owner had begun, completed here.
+        var completed: [String] = []
+        /// When a folder whose lock is free may be adopted (CLOCK_BOOTTIME ms): look again then.
+        var nextLook: Int64?
+    }
+
+    /// Moves the jobs of agents that can no longer act on them into this agent's work folder: a
+    /// folder whose `.lock` can be taken and whose lease `watch` judges run out (DESIGN.md §10
+    /// Fencing). A job whose status file the owner had already written is filed beside it instead
+    /// (only the owner's own records are recognised: see `unfinishedFiling`).
+    func adoptOrphans(watch: LeaseWatch, now: Int64) -> Adoption {
+        var result = Adoption()
         let agents = ((try? FileSystem.entries(of: workRoot)) ?? []).map(\.name)
         for other in agents where other != agentID && !other.hasPrefix(".") {
             let folder = workRoot + "/" + other
-            guard let lockFile = try? FileDescriptor.open(folder + "/.lock", flags: O_RDWR | O_NOFOLLOW),
-                  (try? lockFile.tryLockExclusive()) == true else { continue }
+            guard let lockFile = try? FileDescriptor.open(folder + "/.lock", flags: O_RDWR | O_NOFOLLOW) else { continue }
+            guard (try? lockFile.tryLockExclusive()) == true else {
+                watch.sawAlive(other)
+                continue
+            }
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name)
+            guard names.contains(where: Spool.isJobName) else { continue }
+            let trustsData: Bool
+            switch watch.verdict(on: other, folder: folder, now: now) {
+            case .adopt(let trusted): trustsData = trusted
+            case .wait(let until):
+                result.nextLook = min(result.nextLook ?? until, until)
+                continue
+            }
             for name in names where Spool.isJobName(name) {
                 let job = readState(for: name, in: folder)?.job ?? name
                 let claim = (try? FileSystem.lstatus(folder + "/" + name)).map { UInt64($0.st_ino) } ?? 0
                 if let unfinished = unfinishedFiling(of: name, job: job, by: other),
                    (try? completeFiling(name, to: unfinished.jobPath, from: folder)) != nil {
                     removeResumeRecords(filedAt: unfinished.jobPath, owner: PartOwner(job: job, claim: claim))
-                    completed.append(job)
+                    result.completed.append(job)
                     continue
                 }
                 for candidate in Spool.candidateNames(name) {
@@ -115,7 +139,8 @@ extension Spool {
                         try FileSystem.moveIntoPrivateFolder(folder + "/" + name, to: work + "/" + candidate)
                         let state = folder + "/" + Spool.stateName(forJob: name)
                         try? FileSystem.rename(state, to: statePath(for: candidate))
-                        adopted.append(candidate)
+                        result.adopted.append(candidate)
+                        if !trustsData { result.distrusted.insert(candidate) }
                         break
                     } catch where error.code == EEXIST {
                         continue
@@ -126,12 +151,12 @@ extension Spool {
             }
             removeLeftovers(in: folder)
         }
-        return adopted
+        return result
     }
 
+    /// `adoptOrphans` of whatever can be adopted now, for tests and control commands.
     func adoptOrphans() -> [String] {
-        var completed: [String] = []
-        return adoptOrphans(completed: &completed)
+        adoptOrphans(watch: LeaseWatch(ownLease: .zero), now: Fence.now() / 1_000_000).adopted
     }
 
     /// A status file in done/ or failed/ that names this job but has no job file beside it: a run

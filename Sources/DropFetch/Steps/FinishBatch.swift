@@ -9,6 +9,12 @@ final class FinishBatch {
 
     var isEmpty: Bool { items.isEmpty }
 
+    /// Drops this turn's ends unsent (a fenced agent takes none of them).
+    func removeAll() {
+        items = []
+        handlers = []
+    }
+
     /// Adds one end; `then` gets how it ended, on the loop.
     func add(_ item: JobFinish.Item, then: @escaping (JobFinish.Ending) -> Void) {
         items.append(item)
@@ -16,9 +22,9 @@ final class FinishBatch {
     }
 
     /// Sends this turn's ends to `worker` as one `JobFinish`.
-    func flush(to worker: GroupCommit, durable: Bool, crashPlan: CrashPlan?, logger: Logger) {
+    func flush(to worker: GroupCommit, durable: Bool, crashPlan: CrashPlan?, fence: Fence?, logger: Logger) {
         guard !items.isEmpty else { return }
-        let batch = JobFinish(items, durable: durable, crashPlan: crashPlan)
+        let batch = JobFinish(items, durable: durable, crashPlan: crashPlan, fence: fence)
         let pending = handlers
         items = []
         handlers = []

@@ -56,7 +56,8 @@ final class GroupCommit {
         }
 
         /// The target done here, on the loop (no worker), with the error its waiters get.
-        fileprivate func performInline(durable: Bool) -> SystemError? {
+        fileprivate func performInline(durable: Bool, fence: Fence?) -> SystemError? {
+            if let fence, !fence.permits() { return SyncWorker.fenced("") }
             if case .task(let task) = self { return task.perform() }
             return SyncWorker.perform(workerTarget(durable: durable, exchange: nil)).error
         }
@@ -116,6 +117,8 @@ final class GroupCommit {
     }
 
     private var state: State
+    /// Asked before each step (DESIGN.md §10 Fencing): set once the agent holds its lease.
+    var fence: Fence?
     /// The tasks done inline since the last `flush`, with their errors: a later waiter on one of
     /// them takes that, however many other tasks ran between (the task is held, so its identity
     /// cannot pass to another object meanwhile).
@@ -182,7 +185,7 @@ final class GroupCommit {
                     failure = done.error
                     continue
                 }
-                failure = target.performInline(durable: durable)
+                failure = target.performInline(durable: durable, fence: fence)
                 if case .task(let task) = target { inlineTasks[ObjectIdentifier(task)] = (task, failure) }
             }
             syncs += targets.count
@@ -203,8 +206,18 @@ final class GroupCommit {
         syncs += round.targets.count
         worker.submit(SyncWorker.Batch(targets: round.targets.indices.map {
             round.targets[$0].workerTarget(durable: durable, exchange: round.exchanges[$0])
-        }))
+        }, fence: fence))
         state = .syncing(worker, round)
+    }
+
+    /// Forgets every step waiting here (a fenced agent takes none): a batch in flight ends on the
+    /// worker, and what it answers is taken by no one.
+    func abandon() {
+        gathering = Round()
+        ready.removeAll()
+        readyHead = 0
+        inlineTasks.removeAll()
+        if case .syncing(let worker, _) = state { state = .syncing(worker, Round()) }
     }
 
     /// Takes the batch the worker sent back: its steps become ready, and what was gathered

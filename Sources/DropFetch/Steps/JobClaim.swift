@@ -112,7 +112,7 @@ final class JobClaim: WorkerTask {
                 root: root, subfolder: subfolder, dir: download.dir,
                 name: download.out ?? FileName.fromURL(download.urls[0]),
                 owner: PartOwner(job: claim.entry.name, claim: contents.inode), onConflict: config.onConflict,
-                digest: config.digest, mode: config.fileMode, durable: config.fsync, key: naming.key)
+                digest: config.digest, mode: config.fileMode, durable: config.fsync, key: naming.key, distrustsData: false)
             guard case .reserved(let part) = reservation.perform() else { return nil }
             return (Taken(part: part, className: accepted.className), opened)
         }

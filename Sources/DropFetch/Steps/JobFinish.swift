@@ -54,8 +54,8 @@ final class JobFinish: WorkerTask {
     private(set) var endings: [Ending]
     private(set) var unsynced: [SystemError] = []
 
-    init(_ items: [Item], durable: Bool, crashPlan: CrashPlan?) {
-        request = Request(items: items, durable: durable, crashPlan: crashPlan)
+    init(_ items: [Item], durable: Bool, crashPlan: CrashPlan?, fence: Fence? = nil) {
+        request = Request(items: items, durable: durable, crashPlan: crashPlan, fence: fence)
         endings = Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count)
     }
 
@@ -69,12 +69,21 @@ final class JobFinish: WorkerTask {
         let items: [Item]
         let durable: Bool
         let crashPlan: CrashPlan?
+        /// Asked before each publication and each filing: a fenced agent takes neither.
+        let fence: Fence?
+
+        /// Whether this agent may still take an irreversible step for its jobs (DESIGN.md §10).
+        private var holdsLease: Bool { fence?.permits() ?? true }
 
         func perform() -> Answer {
             var answer = Answer(endings: Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count))
             // For each item: nil when its part could not be published, else the name (nil without a part).
             var names: [String??] = items.map { _ in nil }
             for (position, item) in items.enumerated() {
+                guard holdsLease else {
+                    answer.endings[position] = .notPublished(Failure(.internal, SyncWorker.fenced("").description))
+                    continue
+                }
                 guard let part = item.part else {
                     names[position] = .some(nil)
                     continue
@@ -112,6 +121,11 @@ final class JobFinish: WorkerTask {
             for position in staged.keys.sorted() {
                 let filing = staged[position]!
                 let name = names[position]!
+                guard holdsLease else {
+                    try? FileSystem.removeIfPresent(filing.temp)
+                    answer.endings[position] = .filingFailed(name: name, record: filing.status, SyncWorker.fenced(filing.source))
+                    continue
+                }
                 switch filing.perform() {
                 case .filed(let done):
                     answer.endings[position] = .filed(name: name, record: filing.status, done)

@@ -11,9 +11,10 @@ final class PartReservation: WorkerTask {
     private(set) var choice: OutputNames.NameChoice = .failed(Failure(.internal, "the output name was not chosen"))
 
     init(root: DirectoryHandle, subfolder: String, dir: String?, name: String, owner: PartOwner,
-         onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey) {
+         onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey,
+         distrustsData: Bool = false) {
         request = Request(root: root, subfolder: subfolder, dir: dir, name: name, owner: owner, onConflict: onConflict,
-                          digest: digest, mode: mode, durable: durable, key: key)
+                          digest: digest, mode: mode, durable: durable, key: key, distrustsData: distrustsData)
     }
 
     /// The part taken on the worker becomes the loop's `PartFile` here.
@@ -47,6 +48,9 @@ final class PartReservation: WorkerTask {
         let mode: UInt32
         let durable: Bool
         let key: RecordKey
+        /// The job was adopted from an agent that may still be running elsewhere (DESIGN.md §10
+        /// Fencing): its `.part` is replaced by a new file, which that agent never opened.
+        let distrustsData: Bool
 
         func perform() -> Answer {
             let folder: DirectoryHandle
@@ -72,7 +76,13 @@ final class PartReservation: WorkerTask {
                         case .overwrite: break
                         }
                     }
-                    switch try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key) {
+                    var reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+                    if distrustsData, case .ours(let found) = reservation, !found.isUntouched {
+                        // A write of the fenced owner may still land in that file: a new one starts from 0.
+                        found.discard()
+                        reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+                    }
+                    switch reservation {
                     case .ours(let part):
                         return .reserved(part.handOver())
                     case .obstructed(let reason):

@@ -52,11 +52,14 @@ final class SyncWorker {
     /// One batch: the loop gives the targets, the worker the outcomes (one per target, in order).
     struct Batch: Sendable {
         let targets: [Target]
+        /// Asked before each target: a fenced agent's steps are not done (DESIGN.md §10).
+        let fence: Fence?
         /// Empty until the worker has done the batch.
         var outcomes: [Outcome] = []
 
-        init(targets: [Target]) {
+        init(targets: [Target], fence: Fence? = nil) {
             self.targets = targets
+            self.fence = fence
         }
     }
 
@@ -182,17 +185,21 @@ final class SyncWorker {
         _ = dfl_set_thread_batch()
         _ = dfl_set_thread_nice(channel.nice)
         while var batch = channel.next() {
-            batch.outcomes = outcomes(of: batch.targets)
+            batch.outcomes = outcomes(of: batch.targets, fence: batch.fence)
             channel.finished(batch)
         }
     }
 
     /// Each target done in order on the calling thread.
-    private static func outcomes(of targets: [Target]) -> [Outcome] {
+    private static func outcomes(of targets: [Target], fence: Fence?) -> [Outcome] {
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(targets.count)
         var ranSince = MonotonicClock.nanoseconds()
         for target in targets {
+            if let fence, !fence.permits() {
+                outcomes.append(.failed(SyncWorker.fenced(target.path)))
+                continue
+            }
             outcomes.append(perform(target))
             // After a stretch of half a millisecond a loop waiting for this CPU runs now rather
             // than at the next tick (up to 4 ms); cheap targets do not pay a system call each.
@@ -203,6 +210,11 @@ final class SyncWorker {
             }
         }
         return outcomes
+    }
+
+    /// The error of a step a fenced agent did not take.
+    static func fenced(_ path: String) -> SystemError {
+        SystemError(code: ESTALE, operation: "act on a job after this agent was fenced (its lease ran out)", path: path)
     }
 
     /// One target on the calling thread.

@@ -107,6 +107,25 @@ public final class ServiceNotifier {
         send("STOPPING=1")
     }
 
+    /// `STATUS=` with `text` (a fenced agent says so) and `WATCHDOG=1` when due, for a wait
+    /// outside the loop's turns.
+    public func status(_ text: String, now: Int64? = nil) {
+        guard isReady, !isStopping else { return }
+        send("STATUS=" + text)
+        lastCounts = nil
+        keepAlive(now: now)
+    }
+
+    /// `WATCHDOG=1` when due.
+    public func keepAlive(now: Int64? = nil) {
+        guard isReady, !isStopping, let watchdogInterval else { return }
+        let now = now ?? MonotonicClock.now()
+        if now >= nextWatchdog {
+            send("WATCHDOG=1")
+            nextWatchdog = now + watchdogInterval
+        }
+    }
+
     /// One loop turn: `STATUS=` when the counts changed (read at most once a second; `counts` is
     /// evaluated only then) and `WATCHDOG=1` when due. Nothing before `ready()` or after `stopping()`.
     public func turn(now: Int64? = nil, counts: () -> Counts) {

@@ -46,7 +46,7 @@ final class PartFile {
     }
     /// Created empty here (O_EXCL, under this process's flock) and not written since: its size is
     /// known to be 0 without an fstat(2).
-    private var isUntouched = false
+    private(set) var isUntouched = false
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
     var recordName: String { ResumeRecord.name(forPart: name) }

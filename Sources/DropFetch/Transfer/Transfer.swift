@@ -207,6 +207,8 @@ final class Transfer {
 
     /// CURLOPT_WRITEFUNCTION: appends body bytes to the `.part` file; false aborts the transfer.
     fileprivate func receiveBody(_ data: UnsafeRawBufferPointer) -> Bool {
+        // Another agent may own the job by now: nothing more goes into its file (DESIGN.md §10).
+        if let fence = request.fence, !fence.permits() { return false }
         if case .awaitingResponse = state {
             if TransferProtocol(of: easy, fallback: kind).isFileBased {
                 guard decideFile(bodyEnded: false) else { return false }
@@ -281,6 +283,8 @@ final class Transfer {
     }
 
     private func decide(status: Int) -> Bool {
+        // Accepting a response may cut the `.part` back: not for a fenced agent.
+        if let fence = request.fence, !fence.permits() { return false }
         if let segment { return decideSegment(status: status, segment) }
         return apply(ResumeDecision.decide(
             status: status, contentRange: response["content-range"],

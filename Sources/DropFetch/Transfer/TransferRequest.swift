@@ -5,6 +5,8 @@ struct TransferRequest: Sendable {
     var url: String
     /// The index of `url` among the download's mirrors, kept in the resume record.
     var mirror = 0
+    /// Asked before each write to the `.part`: a fenced agent writes no byte (DESIGN.md §10).
+    var fence: Fence?
     var headers: [String] = []
     /// `http-user`/`http-passwd` or `ftp-user`/`ftp-passwd` of the job file (CURLOPT_USERNAME, CURLOPT_PASSWORD).
     var credentials: DownloadSpec.Credentials?

@@ -81,6 +81,10 @@ struct SpoolTests {
         try FileManager.default.createDirectory(atPath: root + "/work/dead", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: root + "/work/dead/.lock", contents: nil)
         try "http://h/x\n".write(toFile: root + "/work/dead/z.url", atomically: false, encoding: .utf8)
+        // Its lease names a process of this host that is gone (no such pid): adopted at once.
+        var lease = WorkLease.Record.ofThisProcess(epoch: 1, lease: 10_000)
+        lease.pid = Int32.max - 1
+        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lease", contents: Data(lease.encoded()))
         let other = Spool(root: root, agentID: "busy", durable: true)
         try other.open()
         try "http://h/x\n".write(toFile: root + "/work/busy/b.url", atomically: false, encoding: .utf8)

@@ -1,0 +1,193 @@
+import CLinux
+import Glibc
+import Logging
+import Synchronization
+
+/// This agent's lease on its work folder (DESIGN.md §10 Fencing): `work/<agent>/.lease` rewritten
+/// in place (pwrite(2) + fdatasync(2)) every quarter lease by a thread of its own, so that it
+/// reaches the shared file system's server. A renewal that fails, or that ends after the lease ran
+/// out, breaks the `Fence` for good; another agent adopts the folder's jobs only once the file's
+/// bytes stayed the same for a lease and a margin of its own clock (`LeaseWatch`), by which time
+/// this agent has stopped acting on them. After the fence broke the thread keeps trying, once a
+/// second, so that the loop learns when the file system answers again and can re-join.
+final class WorkLease {
+    /// What the lease file says: who holds the folder, and a renewal count that changes each time.
+    struct Record: Sendable, Equatable {
+        var epoch: UInt64
+        var renewal: UInt64 = 0
+        var leaseMilliseconds: Int64
+        var host: String
+        var boot: String
+        /// /proc/self/ns/pid: a pid means the same process only within one pid namespace.
+        var pidNamespace: String
+        var pid: Int32
+        /// The process's start time (/proc/<pid>/stat field 22): a pid reused later is another process.
+        var started: UInt64
+
+        func encoded() -> [UInt8] {
+            Array("dropfetch-lease 1 epoch=\(epoch) renewal=\(renewal) lease_ms=\(leaseMilliseconds) host=\(host) boot=\(boot) pidns=\(pidNamespace) pid=\(pid) started=\(started)\n".utf8)
+        }
+
+        /// Parses a lease file's line; nil for anything else (a peer's garbage included).
+        static func parse(_ bytes: [UInt8]) -> Record? {
+            let text = String(decoding: bytes.prefix(1024).prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+            let fields = text.split(separator: " ")
+            guard fields.count >= 2, fields[0] == "dropfetch-lease", fields[1] == "1" else { return nil }
+            var values: [Substring: Substring] = [:]
+            for field in fields.dropFirst(2) {
+                guard let equals = field.firstIndex(of: "=") else { return nil }
+                values[field[..<equals]] = field[field.index(after: equals)...]
+            }
+            guard let epoch = values["epoch"].flatMap({ UInt64($0) }), let renewal = values["renewal"].flatMap({ UInt64($0) }),
+                  let lease = values["lease_ms"].flatMap({ Int64($0) }), let pid = values["pid"].flatMap({ Int32($0) }),
+                  let started = values["started"].flatMap({ UInt64($0) }) else { return nil }
+            return Record(epoch: epoch, renewal: renewal, leaseMilliseconds: lease, host: String(values["host"] ?? ""),
+                          boot: String(values["boot"] ?? ""), pidNamespace: String(values["pidns"] ?? ""), pid: pid,
+                          started: started)
+        }
+
+        /// This process, as a lease names it.
+        static func ofThisProcess(epoch: UInt64, lease: Int64) -> Record {
+            Record(epoch: epoch, leaseMilliseconds: lease, host: Agent.hostName(), boot: BootID.current ?? "",
+                   pidNamespace: ProcessIdentity.pidNamespace() ?? "", pid: getpid(),
+                   started: ProcessIdentity.startTime(of: getpid()) ?? 0)
+        }
+    }
+
+    /// What the thread and the loop share.
+    private final class Shared: Sendable {
+        let file: FileDescriptor
+        let fence: Fence
+        let leaseNanoseconds: Int64
+        let logger: Logger
+        /// Readable when the fence broke or the file system answered again after it broke.
+        let wakeup: FileDescriptor
+        /// Wakes the thread from its wait between renewals (deinit).
+        let stop: FileDescriptor
+        let ending = Atomic<Bool>(false)
+        /// Set once a renewal went through after the fence broke.
+        let answersAgain = Atomic<Bool>(false)
+        let record: Locked<Record>
+
+        init(file: FileDescriptor, fence: Fence, lease: Int64, logger: Logger, record: Record) throws(SystemError) {
+            self.file = file
+            self.fence = fence
+            leaseNanoseconds = lease
+            self.logger = logger
+            self.record = Locked(record)
+            wakeup = FileDescriptor(rawValue: try retryingEINTR("eventfd (lease)") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
+                                    path: "eventfd")
+            stop = FileDescriptor(rawValue: try retryingEINTR("eventfd (lease)") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
+                                  path: "eventfd")
+        }
+    }
+
+    private let shared: Shared
+    private var thread: pthread_t?
+    var fence: Fence { shared.fence }
+    var epoch: UInt64 { shared.fence.epoch }
+    /// Readable (for curl_multi_poll(3)) when the fence broke or the file system answers again.
+    var descriptor: Int32 { shared.wakeup.rawValue }
+    /// True once a renewal went through after the fence broke: the agent may re-join.
+    var answersAgain: Bool { shared.answersAgain.load(ordering: .acquiring) }
+
+    /// Takes the lease of the work folder `folder` (whose flock(2) this agent holds): the next
+    /// epoch after the one the file names, written and synced before this returns, then renewed
+    /// every quarter of `lease`.
+    init(folder: String, lease: Duration, logger: Logger) throws(SystemError) {
+        let path = folder + "/" + WorkLease.fileName
+        let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
+        let previous = (try? file.read(upTo: 1024, expected: 256)).flatMap(Record.parse)
+        let leaseMilliseconds = Int64(lease.milliseconds)
+        let record = Record.ofThisProcess(epoch: (previous?.epoch ?? 0) &+ 1, lease: leaseMilliseconds)
+        let start = Fence.now()
+        let bytes = record.encoded()
+        try file.truncate(to: 0)
+        try file.write(bytes, at: 0)
+        try file.syncData()
+        let fence = Fence(epoch: record.epoch, validUntil: start + leaseMilliseconds * 1_000_000)
+        shared = try Shared(file: file, fence: fence, lease: leaseMilliseconds * 1_000_000, logger: logger, record: record)
+        let shared = self.shared
+        thread = try WorkerThread.start("pthread_create (lease)", path: path) { WorkLease.renew(shared) }
+    }
+
+    /// Stops the renewals. The thread is not waited for: it may be blocked in a write to an
+    /// unreachable file system, and it ends by itself once that returns.
+    deinit {
+        shared.ending.store(true, ordering: .releasing)
+        while eventfd_write(shared.stop.rawValue, 1) != 0, dfl_errno() == EINTR {}
+        if let thread { pthread_detach(thread) }
+    }
+
+    /// Empties the wake-up descriptor (after the loop saw it readable).
+    func drain() {
+        var count: eventfd_t = 0
+        while eventfd_read(shared.wakeup.rawValue, &count) != 0, dfl_errno() == EINTR {}
+    }
+
+    /// The lease file in each work folder.
+    static let fileName = ".lease"
+
+    /// The renewal thread: a renewal every quarter lease while the fence holds, one a second after.
+    private static func renew(_ shared: Shared) {
+        var last = shared.record.withLock { $0.encoded() }
+        var reportedFailure = false
+        while !shared.ending.load(ordering: .acquiring) {
+            let holds = !shared.fence.isBroken
+            wait(shared, nanoseconds: holds ? shared.leaseNanoseconds / 4 : 1_000_000_000)
+            if shared.ending.load(ordering: .acquiring) { return }
+            let start = Fence.now()
+            let bytes = shared.record.withLock { record in
+                record.renewal &+= 1
+                return record.encoded()
+            }
+            do throws(SystemError) {
+                // Another process writing this lease is another agent of this name: not ours any more.
+                _ = try shared.file.seek(to: 0)
+                let found = try shared.file.read(upTo: 1024, expected: last.count)
+                if found != last, holds {
+                    shared.fence.breakFence("another process rewrote \(shared.file.path) (is agent_id used twice?)")
+                    signal(shared.wakeup)
+                }
+                try shared.file.write(bytes, at: 0)
+                try shared.file.syncData()
+                last = bytes
+                if reportedFailure {
+                    shared.logger.info("lease renewed again", metadata: ["path": "\(shared.file.path)"])
+                    reportedFailure = false
+                }
+            } catch {
+                if !reportedFailure {
+                    shared.logger.warning("cannot renew the lease: \(error)", metadata: ["path": "\(shared.file.path)"])
+                    reportedFailure = true
+                }
+                if holds {
+                    shared.fence.breakFence("the lease could not be renewed: \(error)")
+                    signal(shared.wakeup)
+                }
+                continue
+            }
+            if holds {
+                if !shared.fence.renewed(startedAt: start, lease: shared.leaseNanoseconds) { signal(shared.wakeup) }
+            } else if !shared.answersAgain.load(ordering: .acquiring) {
+                shared.answersAgain.store(true, ordering: .releasing)
+                signal(shared.wakeup)
+            }
+        }
+    }
+
+    /// Waits `nanoseconds`, or until deinit says stop (poll(2) on the stop eventfd).
+    private static func wait(_ shared: Shared, nanoseconds: Int64) {
+        let deadline = Fence.now() + nanoseconds
+        while !shared.ending.load(ordering: .acquiring) {
+            let left = deadline - Fence.now()
+            if left <= 0 { return }
+            var entry = pollfd(fd: shared.stop.rawValue, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
+        }
+    }
+
+    private static func signal(_ eventfd: FileDescriptor) {
+        while eventfd_write(eventfd.rawValue, 1) != 0, dfl_errno() == EINTR {}
+    }
+}
