@@ -3,10 +3,10 @@
 extension StatusPage {
     func agentsSection() -> String {
         let rows = agents.members.map { member in
-            let state = member.name == stoppedAgent ? "stopped" : member.alive ? "running" : "gone"
+            let state = member.name == stoppedAgent ? "stopped" : member.state
             return row(job: member.name, state: state, cells: [badge(state), cell("\(member.jobs)", numeric: true)])
         }
-        return section("agents", "Agents", table: table("Agents sharing this spool and whether each runs (a running agent holds its work folder's lock)",
+        return section("agents", "Agents", table: table("Agents sharing this spool and whether each runs (a running agent holds its work folder's lock and renews its lease; a fenced one acts on no job until it re-joins)",
                                                        ["Agent", "State", "Jobs claimed"], numeric: [2], rows: rows),
                        empty: "No agent has used this spool yet.")
     }

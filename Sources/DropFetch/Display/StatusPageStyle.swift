@@ -44,7 +44,7 @@ enum StatusPageStyle {
         .badge { display: inline-block; padding: 0 0.45rem; border-radius: 999px; font-size: 0.8rem; font-weight: 600;
           white-space: nowrap; background: var(--off-bg); color: var(--off-fg); }
         .s-running, .s-done { background: var(--ok-bg); color: var(--ok-fg); }
-        .s-failed, .s-cancelled, .s-gone, .s-orphaned { background: var(--bad-bg); color: var(--bad-fg); }
+        .s-failed, .s-cancelled, .s-gone, .s-orphaned, .s-fenced { background: var(--bad-bg); color: var(--bad-fg); }
         .s-waiting, .s-held { background: var(--wait-bg); color: var(--wait-fg); }
         .s-queued { background: var(--info-bg); color: var(--info-fg); }
         figure { margin: 0; }

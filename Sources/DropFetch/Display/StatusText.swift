@@ -20,6 +20,10 @@ public enum StatusText {
         for (title, table) in sections where !table.isEmpty {
             lines += ["", title + ":"] + table.lines(indent: "  ")
         }
+        if !status.fencedAgents.isEmpty {
+            lines += ["", "fenced agents (lease ran out: they act on no job until they re-join; others adopt their jobs):"]
+                + status.fencedAgents.map { "  " + $0 }
+        }
         if let schedule = status.schedule {
             lines += ["", "schedule and quotas:"] + schedule.facts.map { "  \($0.label): \($0.value)" }
         }

@@ -3,7 +3,18 @@ import Glibc
 /// Whether the agent that owns `work/<agent>/` still runs: a live agent holds flock(2) on its
 /// `.lock` for good, so a shared lock that can be taken (non-blocking, on a descriptor of our own,
 /// released at once) means it is gone. `status` marks such jobs rather than show stale progress.
+/// Its lease (`.lease`, WorkLease) tells a fenced agent apart: one whose renewals stopped while
+/// its process runs.
 enum AgentLiveness {
+    /// What `status` and the status page say of an agent.
+    enum State: String, Sendable, Equatable {
+        case running
+        /// Its lease was not renewed in time while its process runs (its lock held, or a process
+        /// of this host): it acts on no job until it re-joins (DESIGN.md §10 Fencing).
+        case fenced
+        case gone
+    }
+
     /// False when nobody holds the work folder's lock (or it has none); true when the lock is
     /// held, or when it cannot be looked at (no permission): "gone" is said only when known.
     static func isAlive(workFolder: String) -> Bool {
@@ -22,5 +33,23 @@ enum AgentLiveness {
         }
         _ = flock(file.rawValue, LOCK_UN)
         return false
+    }
+
+    /// The agent's state from its lock and its lease: a lease whose file was last written longer
+    /// ago than its length and a margin (by the file's modification time: across hosts only as
+    /// good as their clocks agree) is late. `now` in Unix nanoseconds.
+    static func state(workFolder: String, now: Int64) -> State {
+        let locked = isAlive(workFolder: workFolder)
+        let path = workFolder + "/" + WorkLease.fileName
+        guard let file = try? UntrustedFile.read(atPath: path, limit: 1024),
+              let lease = WorkLease.Record.parse(file.bytes) else {
+            return locked ? .running : .gone
+        }
+        let age = now - file.modified
+        let allowed = (lease.leaseMilliseconds + LeaseWatch.margin(lease.leaseMilliseconds)) * 1_000_000
+        if age <= allowed { return .running }
+        if locked { return .fenced }
+        let here = !lease.boot.isEmpty && lease.boot == BootID.current && lease.pidNamespace == ProcessIdentity.pidNamespace()
+        return here && !ProcessIdentity.isGone(pid: lease.pid, started: lease.started) ? .fenced : .gone
     }
 }

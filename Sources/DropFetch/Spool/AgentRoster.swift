@@ -1,9 +1,11 @@
-/// Every agent that has a work folder in the spool and whether it runs (AgentLiveness: a live
-/// agent holds the flock(2) on its `work/<agent>/.lock`), for the status page.
+/// Every agent that has a work folder in the spool and whether it runs, is fenced or is gone
+/// (AgentLiveness: its lock and its lease), for the status page and `status`.
 public struct AgentRoster: Sendable, Equatable {
     public struct Member: Sendable, Equatable {
         public var name: String
-        public var alive: Bool
+        /// `running`, `fenced` or `gone` (AgentLiveness.State).
+        public var state: String
+        public var alive: Bool { state != "gone" }
         /// Job files in its work folder.
         public var jobs: Int
     }
@@ -18,7 +20,8 @@ public struct AgentRoster: Sendable, Equatable {
             let folder = workRoot + "/" + agent
             guard FileSystem.isDirectory(folder) else { continue }
             let jobs = ((try? FileSystem.entries(of: folder)) ?? []).count { Spool.isJobName($0.name) }
-            members.append(Member(name: agent, alive: AgentLiveness.isAlive(workFolder: folder), jobs: jobs))
+            let state = AgentLiveness.state(workFolder: folder, now: AgentClock().wallNanoseconds())
+            members.append(Member(name: agent, state: state.rawValue, jobs: jobs))
         }
         return AgentRoster(members: members.sorted { $0.name < $1.name })
     }

@@ -17,6 +17,9 @@ public struct SpoolStatus: Sendable {
     /// Agents whose work folder's lock nobody holds (AgentLiveness): their jobs are orphaned until
     /// an agent adopts them, and their state files' progress is stale.
     public var goneAgents: Set<String> = []
+    /// Agents whose lease ran out while their process runs (AgentLiveness.State.fenced): they act on
+    /// none of their jobs until they re-join, and another agent may adopt those (DESIGN.md §10).
+    public var fencedAgents: [String] = []
     /// The schedule window and quotas now; nil without `schedule:` and `quota:`.
     public var schedule: ScheduleStatus?
 
@@ -30,11 +33,15 @@ public struct SpoolStatus: Sendable {
         var active: [StatusRecord] = []
         var waiting: [StatusRecord] = []
         var gone: Set<String> = []
+        var fenced: [String] = []
+        let now = AgentClock().wallNanoseconds()
         for agent in ((try? FileSystem.entries(of: spool.workRoot)) ?? []).map(\.name) where !agent.hasPrefix(".") {
             let folder = spool.workRoot + "/" + agent
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name).filter(Spool.isJobName)
-            let alive = names.isEmpty || AgentLiveness.isAlive(workFolder: folder)
+            let state = AgentLiveness.state(workFolder: folder, now: now)
+            let alive = names.isEmpty || state != .gone
             if !alive { gone.insert(agent) }
+            if state == .fenced { fenced.append(agent) }
             for name in names {
                 var record = readRecord(folder + "/" + Spool.stateName(forJob: name))
                     ?? StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agent,
@@ -60,7 +67,8 @@ public struct SpoolStatus: Sendable {
             ?? scanRecent(done: spool.done, failed: spool.failed, limit: recentLimit)
         return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
                            waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent,
-                           goneAgents: gone, schedule: ScheduleStatus.read(config: config, now: Int64(time(nil))))
+                           goneAgents: gone, fencedAgents: fenced.sorted(),
+                           schedule: ScheduleStatus.read(config: config, now: Int64(time(nil))))
     }
 
     /// The newest `limit` status records of done/ and failed/ by their files' modification times,
@@ -99,7 +107,8 @@ public struct SpoolStatus: Sendable {
     }
 
     /// One JSON object: `inbox`, `active`, `waiting`, `held`, `recent`, and `schedule` and `quotas`
-    /// when configured (docs/cli.md); each entry of `active` and `waiting` also says `agent_alive`.
+    /// when configured, `fenced_agents` (docs/cli.md); each entry of `active` and `waiting` also
+    /// says `agent_alive`.
     public func json() -> String {
         func list(_ records: [StatusRecord]) -> String {
             "[" + records.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",\n") + "]"
@@ -129,7 +138,22 @@ public struct SpoolStatus: Sendable {
             return record
         }
         return "{\n\"inbox\": \(inbox),\n\"active\": \(claimed(active)),\n\"waiting\": \(claimed(waiting)),\n"
-            + "\"held\": \(list(heldRecords)),\n\"recent\": \(list(recent))" + (schedule.map { ",\n" + $0.jsonMembers() } ?? "") + "\n}"
+            + "\"held\": \(list(heldRecords)),\n\"recent\": \(list(recent)),\n"
+            + "\"fenced_agents\": " + SpoolStatus.jsonArray(fencedAgents)
+            + (schedule.map { ",\n" + $0.jsonMembers() } ?? "") + "\n}"
+    }
+
+    /// `["a", "b"]` (JSONText escapes each name: a work folder's name is a peer's to choose).
+    private static func jsonArray(_ names: [String]) -> String {
+        var json = JSONText()
+        json.beginObject()
+        json.beginArray("names")
+        for name in names { json.element(name) }
+        json.endArray()
+        json.endObject()
+        let text = String(decoding: json.bytes, as: UTF8.self)
+        guard let open = text.firstIndex(of: "["), let close = text.lastIndex(of: "]") else { return "[]" }
+        return String(text[open...close])
     }
 
     /// Aligned tables for people (StatusText), relative times counted from now.
