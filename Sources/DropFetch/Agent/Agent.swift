@@ -160,7 +160,8 @@ public final class Agent {
     /// Runs until stopped (daemon) or until the work present at start is over (`once`).
     public func run() -> ExitStatus {
         do {
-            try spool.open()
+            // An agent that re-joins may find an adopter holding its lock for its moves: it waits a minute.
+            try spool.open(patience: rejoins ? 6000 : 50)
             let lease = try WorkLease(folder: spool.work, lease: config.lease, logger: logger)
             context.lease = lease
             context.fence = lease.fence
@@ -308,6 +309,7 @@ public final class Agent {
         runner.abandonAll()
         context.finishes.removeAll()
         for worker in context.workers { worker.abandon() }
+        spool.releaseLock()
         notifier?.status("fenced: lease on \(spool.work) ran out; waiting to re-join")
         context.metrics?.fenced()
         writeFencedMetrics()

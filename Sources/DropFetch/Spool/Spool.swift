@@ -62,12 +62,13 @@ final class Spool {
         doneIndex = DoneIndex(root: root, agent: agentID)
     }
 
-    /// Creates missing folders and takes this agent's `work/<agent>/.lock` (flock(2)).
-    func open() throws(SpoolError) {
+    /// Creates missing folders and takes this agent's `work/<agent>/.lock` (flock(2)), trying for
+    /// `patience` tries of 10 ms (an adopter holds it for the time of its moves).
+    func open(patience: Int = 50) throws(SpoolError) {
         do {
             for folder in Spool.folderNames.map({ root + "/" + $0 }) + [work] { try FileSystem.makeDirectories(folder) }
             let file = try FileDescriptor.open(work + "/.lock", flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
-            guard try Spool.lockAllowingProbes(file) else {
+            guard try Spool.lockAllowingProbes(file, tries: patience) else {
                 throw SpoolError.agentRunning(agentID, work)
             }
             lock = file
@@ -85,10 +86,15 @@ final class Spool {
         }
     }
 
+    /// Lets go of the work folder's lock (close(2)): a fenced agent owns nothing there any more.
+    func releaseLock() {
+        lock = nil
+    }
+
     /// Takes a work folder's flock(2), trying for up to half a second: an agent checking whether
     /// this one is dead (`adoptOrphans`) holds the lock for a moment, a live agent for good.
-    private static func lockAllowingProbes(_ file: FileDescriptor) throws(SystemError) -> Bool {
-        for _ in 0..<50 {
+    private static func lockAllowingProbes(_ file: FileDescriptor, tries: Int) throws(SystemError) -> Bool {
+        for _ in 0..<max(1, tries) {
             if try file.tryLockExclusive() { return true }
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             _ = nanosleep(&pause, nil)

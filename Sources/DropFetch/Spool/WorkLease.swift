@@ -142,10 +142,12 @@ final class WorkLease {
                 return record.encoded()
             }
             do throws(SystemError) {
-                // Another process writing this lease is another agent of this name: not ours any more.
+                // Another process writing this lease is another agent of this name: not ours any
+                // more. (A lease thread of an earlier, fenced agent of this process may still
+                // finish a write: the same process is not another agent.)
                 _ = try shared.file.seek(to: 0)
                 let found = try shared.file.read(upTo: 1024, expected: last.count)
-                if found != last, holds {
+                if found != last, holds, !isThisProcess(found, shared) {
                     shared.fence.breakFence("another process rewrote \(shared.file.path) (is agent_id used twice?)")
                     signal(shared.wakeup)
                 }
@@ -174,6 +176,12 @@ final class WorkLease {
                 signal(shared.wakeup)
             }
         }
+    }
+
+    /// Whether `bytes` is a lease written by this process (by an earlier agent of it, or this one).
+    private static func isThisProcess(_ bytes: [UInt8], _ shared: Shared) -> Bool {
+        guard let found = Record.parse(bytes) else { return false }
+        return shared.record.withLock { $0.pid == found.pid && $0.started == found.started && $0.boot == found.boot }
     }
 
     /// Waits `nanoseconds`, or until deinit says stop (poll(2) on the stop eventfd).
