@@ -14,9 +14,9 @@ public enum ConfigLoader {
 
     static let topLevelKeys = [
         "spool", "destination", "agent_id", "concurrency", "order", "once_wait", "retry", "limits",
-        "protocols", "on_conflict", "content_disposition", "duplicates", "scan_interval", "fsync", "digest", "classes",
+        "protocols", "on_conflict", "content_disposition", "duplicates", "scan_interval", "lease", "fsync", "digest", "classes",
         "hooks", "metrics_file", "status_page", "log_level", "max_redirects", "claim_ahead", "block_private_addresses", "file_mode",
-        "schedule", "quota", "split", "history", "lease",
+        "schedule", "quota", "split", "history",
     ] + networkKeys
 
     /// Reads and validates the file at `path`.

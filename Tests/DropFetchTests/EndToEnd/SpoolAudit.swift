@@ -166,7 +166,7 @@ struct SpoolAudit {
             if name.hasSuffix(".tmp") { problems.append("temp file left: \(relative)"); continue }
             switch folder {
             case "work":
-                if name != ".lock" { problems.append("left in a work folder: \(relative)") }
+                if name != ".lock", name != ".lease" { problems.append("left in a work folder: \(relative)") }
             case "done", "failed":
                 if name.hasSuffix(".status.json") {
                     let job = String(relative.dropLast(".status.json".count)) + ".url"
