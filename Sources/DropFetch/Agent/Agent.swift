@@ -312,7 +312,7 @@ public final class Agent {
         spool.releaseLock()
         notifier?.status("fenced: lease on \(spool.work) ran out; waiting to re-join")
         context.metrics?.fenced()
-        writeFencedMetrics()
+        writeFencedMetrics(spoolAnswers: false)
         if options.once { return .retriesPending }
         var descriptors = [signals?.fileDescriptor, context.lease?.descriptor].compactMap { $0 }
             .map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -333,15 +333,15 @@ public final class Agent {
             }
         }
         // The counters reach the spool now that it answers: the new agent continues from them.
-        writeFencedMetrics()
+        writeFencedMetrics(spoolAnswers: true)
         return .success
     }
 
     /// The metrics file written at once with the `fenced` gauge set.
-    private func writeFencedMetrics() {
+    private func writeFencedMetrics(spoolAnswers: Bool) {
         var gauges = metricsGauges
         gauges.fenced = true
-        context.metrics?.write(now: clock.now(), gauges)
+        context.metrics?.write(now: clock.now(), gauges, spoolAnswers: spoolAnswers)
     }
 
     /// When the work folder's watch was last read (monotonic ms).

@@ -431,7 +431,7 @@ final class JobRunner: AgentPart {
         for transfer in table.removeAll() where removed.insert(ObjectIdentifier(transfer)).inserted {
             multi.remove(transfer.easy)
         }
-        scheduler = Scheduler()
+        scheduler = Scheduler(order: config.order)
         admission.reset()
     }
 

@@ -148,14 +148,17 @@ final class MetricsFile {
 
     /// Writes the counters, then the file, whatever changed: on the `worker` when there is one
     /// (the loop goes on meanwhile), here otherwise and at the end of a run.
-    func write(now: Int64, _ gauges: Gauges, on worker: GroupCommit? = nil) {
+    /// `spoolAnswers: false` writes the file alone, here, with no held count: not the counters,
+    /// which live in the spool (a fenced agent's may hang).
+    func write(now: Int64, _ gauges: Gauges, on worker: GroupCommit? = nil, spoolAnswers: Bool = true) {
         lastWrite = now
         changed = false
         writtenGauges = gauges
         let total = counters
         let agent = agent
         let stall = loopStall.longest(at: MonotonicClock.nanoseconds())
-        let task = MetricsWrite(counters: total.encoded(), countersPath: countersPath, path: path, holdFolder: holdFolder) {
+        let task = MetricsWrite(counters: spoolAnswers ? total.encoded() : nil, countersPath: countersPath, path: path,
+                                holdFolder: holdFolder) {
             MetricsFile.text(agent: agent, total, gauges, held: $0, stall: stall)
         }
         guard let worker else {

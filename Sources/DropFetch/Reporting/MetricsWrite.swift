@@ -14,7 +14,7 @@ final class MetricsWrite: WorkerTask {
     private(set) var outcomes: [Outcome] = []
 
     /// `text` is the file's text, given the number of held jobs; it runs on the worker.
-    init(counters: [UInt8], countersPath: String, path: String, holdFolder: String,
+    init(counters: [UInt8]?, countersPath: String, path: String, holdFolder: String,
          text: @escaping @Sendable (Int) -> String) {
         request = Request(counters: counters, countersPath: countersPath, path: path, holdFolder: holdFolder, text: text)
     }
@@ -25,7 +25,8 @@ final class MetricsWrite: WorkerTask {
     }
 
     struct Request: WorkerRequest {
-        let counters: [UInt8]
+        /// Nil leaves the counters file alone (a fenced agent's spool may not answer).
+        let counters: [UInt8]?
         let countersPath: String
         let path: String
         let holdFolder: String
@@ -33,6 +34,9 @@ final class MetricsWrite: WorkerTask {
 
         /// The counters first, so that the file never shows more than a restart would continue from.
         func perform() -> [Outcome] {
+            guard let counters else {
+                return [write(Array(text(0).utf8), to: path, what: "metrics_file")]
+            }
             let first = write(counters, to: countersPath, what: "metrics counters")
             let bytes = Array(text(SpoolStatus.heldCount(in: holdFolder)).utf8)
             return [first, write(bytes, to: path, what: "metrics_file")]
