@@ -66,6 +66,8 @@ public final class Agent {
     lazy var notifier = ServiceNotifier.fromEnvironment(logger: logger)
     /// When `run --once` began (monotonic ms): unsettled inbox files are waited for until `once_wait`.
     private var startedAt: Int64 = 0
+    /// The same on CLOCK_BOOTTIME (ms), the clock leases are counted on.
+    private var startedOnBootClock: Int64 = 0
     private var lastScan: Int64 = 0
     private var lastCleanup: Int64 = 0
     /// Finished jobs' records removed under `history:`, on a thread of its own.
@@ -194,6 +196,7 @@ public final class Agent {
         let stale = spool.removeStaleTemporaries()
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
         startedAt = clock.now()
+        startedOnBootClock = Fence.now() / 1_000_000
         lastCleanup = startedAt
         if options.once { runner.onceDeadline = Agent.adding(startedAt, config.onceWait) }
         recovery.recover()
@@ -375,6 +378,8 @@ public final class Agent {
         if let due = runner.scheduler.nextDue, due <= horizon { return false }
         if let due = table.nextFilingDue, due <= horizon { return false }
         if intake.inbox.unsettledCount > 0, now < Agent.adding(startedAt, config.onceWait) { return false }
+        // A work folder to adopt once its owner's lease has run out (on another host, so not known dead).
+        if let look = recovery.nextLook, look <= startedOnBootClock + Int64(config.onceWait.milliseconds) { return false }
         // Hooks are part of the run: their outcome is logged before it ends (within a bound).
         if let until = context.hooks.waitUntil, now < until { return false }
         return true
@@ -442,7 +447,7 @@ public final class Agent {
         }
         // The lease running out (its renewal blocked) and a work folder whose owner's lease may have.
         if let left = context.fence.millisecondsLeft() { deadline = min(deadline, now + left + 1) }
-        if !options.once, let look = recovery.nextLook { deadline = min(deadline, now + max(0, look - Fence.now() / 1_000_000) + 1) }
+        if let look = recovery.nextLook { deadline = min(deadline, now + max(0, look - Fence.now() / 1_000_000) + 1) }
         if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort || context.receiveBudget.hasPaused
             || !context.finishes.isEmpty { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
@@ -464,14 +469,15 @@ public final class Agent {
             spool.removeStaleTemporaries()
         }
         let adoptionDue = recovery.adoptionIsDue(now: Fence.now() / 1_000_000)
-        if !options.once, adoptionDue || (config.scanInterval > .zero && now >= Agent.adding(lastScan, config.scanInterval)) {
+        if adoptionDue || (!options.once && config.scanInterval > .zero && now >= Agent.adding(lastScan, config.scanInterval)) {
             // Recovery admits the names it finds in work/: not while a claim on its way back has
             // put one there. New claims wait for it, so it runs as soon as those are back.
             intake.holdsClaims = intake.claimsInFlight > 0
             if !intake.holdsClaims {
                 lastScan = now
                 recovery.recover()
-                intake.scanInbox()
+                // `run --once` takes only what was in the inbox when it started.
+                if !options.once { intake.scanInbox() }
             }
         }
     }

@@ -33,7 +33,8 @@ final class JobRecovery: AgentPart {
         nextLook = adoption.nextLook
         for job in adoption.completed { logger.info("completed the filing of \(job) begun by an agent that stopped") }
         if !adoption.adopted.isEmpty {
-            logger.info("adopted \(adoption.adopted.count) jobs of agents that stopped",
+            let count = adoption.adopted.count
+            logger.info("adopted \(count) job\(count == 1 ? "" : "s") of agents that stopped",
                         metadata: ["jobs": "\(adoption.adopted.count)", "restarted": "\(adoption.distrusted.count)"])
         }
         for workName in Set(spool.ownJobs() + adoption.adopted).sorted() where table.job(workName: workName) == nil {
