@@ -32,10 +32,12 @@ final class JobRecovery: AgentPart {
         let adoption = spool.adoptOrphans(watch: leases, now: Fence.now() / 1_000_000)
         nextLook = adoption.nextLook
         for job in adoption.completed { logger.info("completed the filing of \(job) begun by an agent that stopped") }
-        if !adoption.adopted.isEmpty {
-            let count = adoption.adopted.count
-            logger.info("adopted \(count) job\(count == 1 ? "" : "s") of agents that stopped",
-                        metadata: ["jobs": "\(adoption.adopted.count)", "restarted": "\(adoption.distrusted.count)"])
+        for workName in adoption.adopted {
+            let distrusted = adoption.distrusted.contains(workName)
+            logger.info("adopted a job of agent \(adoption.owners[workName] ?? "?"), which can no longer act on it", metadata: [
+                "job": "\(workName)",
+                "partial_data": "\(distrusted ? "not trusted: the download starts again" : "resumed (its agent is gone)")",
+            ])
         }
         for workName in Set(spool.ownJobs() + adoption.adopted).sorted() where table.job(workName: workName) == nil {
             crashPlan?.reach(.recovery)

@@ -90,6 +90,8 @@ extension Spool {
     struct Adoption {
         /// The jobs moved into this agent's work folder.
         var adopted: [String] = []
+        /// Whose each adopted job was (its work name here → the agent).
+        var owners: [String: String] = [:]
         /// Of those, the ones whose owner may still be alive somewhere (cut off, fenced): their
         /// partial data is not resumed, since a write of the owner's may still land in it.
         var distrusted: Set<String> = []
@@ -140,6 +142,7 @@ extension Spool {
                         let state = folder + "/" + Spool.stateName(forJob: name)
                         try? FileSystem.rename(state, to: statePath(for: candidate))
                         result.adopted.append(candidate)
+                        result.owners[candidate] = other
                         if !trustsData { result.distrusted.insert(candidate) }
                         break
                     } catch where error.code == EEXIST {
