@@ -101,8 +101,9 @@ struct SpoolAudit {
 
     /// The end state after a final run: every job filed once, in done/, under its own name, with
     /// a status file that decodes and says done, its file present with the server's bytes and
-    /// sha256, nothing left in inbox, work or hold, no `.part`, `.part.json`, `.tmp` or state
-    /// file anywhere, and nothing written outside the spool and destination.
+    /// sha256, nothing left in inbox, work or hold (but an agent's `.lock` and `.lease`), no
+    /// `.part`, `.part.json`, `.tmp` or state file anywhere, and nothing written outside the spool
+    /// and destination.
     func finalProblems(jobs: [ExpectedJob]) -> [String] {
         var problems: [String] = []
         let records = jobRecords()
@@ -166,7 +167,8 @@ struct SpoolAudit {
             if name.hasSuffix(".tmp") { problems.append("temp file left: \(relative)"); continue }
             switch folder {
             case "work":
-                if name != ".lock" { problems.append("left in a work folder: \(relative)") }
+                // An agent's lock and its lease (DESIGN.md §10, Fencing) stay while it may run.
+                if name != ".lock" && name != ".lease" { problems.append("left in a work folder: \(relative)") }
             case "done", "failed":
                 if name.hasSuffix(".status.json") {
                     let job = String(relative.dropLast(".status.json".count)) + ".url"
