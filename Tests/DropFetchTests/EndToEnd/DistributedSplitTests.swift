@@ -29,6 +29,7 @@ struct DistributedSplitTests {
         let agentB = try AgentProcess(["run"], config: try scenario.config(agent: "b", view: 1, lease: "3s"), log: logB, in: fixture)
         let agentA = try AgentProcess(["run"], config: try scenario.config(agent: "a", view: 2, lease: "3s"), log: logA, in: fixture)
         try agentB.start()
+        try #require(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/b") }, "\(MultiAgentTests.text(logB))")
         try agentA.start()
         defer {
             try? NetworkSplit.heal()
@@ -36,11 +37,11 @@ struct DistributedSplitTests {
             agentB.kill()
         }
         var running: [String] = []
-        let busy = try waitUntil(timeout: .seconds(30)) {
+        _ = try waitUntil(timeout: .seconds(30)) {
             running = scenario.running(agent: "a", left: 1 << 20)
-            return running.count >= 2
+            return running.count >= 2 || !agentA.isRunning
         }
-        try #require(busy, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
+        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
 
         try NetworkSplit.cut()
         let cut = ContinuousClock.now
@@ -83,6 +84,7 @@ struct DistributedSplitTests {
         let agentB = try AgentProcess(["run"], config: try scenario.config(agent: "b", view: 1, lease: "10s"), log: logB, in: fixture)
         let agentA = try AgentProcess(["run"], config: try scenario.config(agent: "a", view: 2, lease: "10s"), log: logA, in: fixture)
         try agentB.start()
+        try #require(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/b") }, "\(MultiAgentTests.text(logB))")
         try agentA.start()
         defer {
             try? NetworkSplit.heal()
@@ -90,11 +92,11 @@ struct DistributedSplitTests {
             agentB.kill()
         }
         var running: [String] = []
-        let busy = try waitUntil(timeout: .seconds(30)) {
+        _ = try waitUntil(timeout: .seconds(30)) {
             running = scenario.running(agent: "a", left: 1 << 20)
-            return running.count >= 2
+            return running.count >= 2 || !agentA.isRunning
         }
-        try #require(busy, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
+        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
 
         try NetworkSplit.cut()
         let cut = ContinuousClock.now
@@ -142,11 +144,11 @@ struct DistributedSplitTests {
             agentA.kill()
         }
         var running: [String] = []
-        let busy = try waitUntil(timeout: .seconds(30)) {
+        _ = try waitUntil(timeout: .seconds(30)) {
             running = scenario.running(agent: "a", left: 1 << 20)
-            return running.count >= 2
+            return running.count >= 2 || !agentA.isRunning
         }
-        try #require(busy, "agent a does not run two transfers: \(MultiAgentTests.text(errorsA))")
+        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(errorsA))")
 
         try NetworkSplit.cut()
         let cut = ContinuousClock.now

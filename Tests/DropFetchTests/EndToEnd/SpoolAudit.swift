@@ -179,8 +179,9 @@ struct SpoolAudit {
                     problems.append("unexpected file \(relative)")
                 }
             default:
-                // The agents' filing journals (FilingJournal) and done indexes (DoneIndex) sit in the spool's root.
-                if relative.hasPrefix(".filings.") || relative.hasPrefix(".done-urls.") { continue }
+                // The agents' filing journals (FilingJournal), done indexes (DoneIndex) and metrics
+                // counters (MetricsCounters, with `metrics_file:`) sit in the spool's root.
+                if relative.hasPrefix(".filings.") || relative.hasPrefix(".done-urls.") || relative.hasPrefix(".metrics.") { continue }
                 if !name.hasSuffix(".url") { problems.append("unexpected file \(relative)") }
             }
         }
