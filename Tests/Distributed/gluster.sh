@@ -18,7 +18,8 @@
 #   gluster.sh heal        join it again (idempotent)
 #   gluster.sh down        heal, unmount, remove the namespace and veth pair, delete the volume and its brick,
 #                          stop glusterd if `up` started it
-#   gluster.sh run         up, the Distributed suites (built tests, `swift test --skip-build`), down
+#   gluster.sh run         up, the Distributed suites one after the other (built tests, `swift test --skip-build
+#                          --no-parallel`; DROPFETCH_DISTRIBUTED_FILTER narrows them), down
 #
 # Everything lives under DROPFETCH_GLUSTER_DIR (default /var/lib/dropfetch-test-gluster): brick/,
 # the mount points a/, b/ and c/, glusterd.pid when this script started glusterd, and
@@ -276,6 +277,8 @@ up() {
   fi
   if [ -z "$split" ]; then
     mount_c "$address" || return 1
+    # A name of its own: mount b may still have the first probe's answers cached.
+    probe="probe-c-$$"
     echo "$probe" > "$MOUNT_C/.$probe" || { say "cannot write to $MOUNT_C"; return 1; }
     [ "$(cat "$MOUNT_B/.$probe" 2>/dev/null)" = "$probe" ] || { say "$MOUNT_C and $MOUNT_B do not show one volume"; return 1; }
     rm -f "$MOUNT_C/.$probe"
@@ -301,8 +304,9 @@ run() {
       DROPFETCH_SPLIT_VETH=$VETH DROPFETCH_SPLIT_SUBNET=$SUBNET
     split_env=("DROPFETCH_TEST_SPOOL_C=$MOUNT_C" "DROPFETCH_TEST_SPLIT_CMD=$PWD/Tests/Distributed/gluster.sh")
   fi
+  # One suite after the other: a cut must not share the machine with the other suite.
   env DROPFETCH_TEST_SPOOL_A="$MOUNT_A" DROPFETCH_TEST_SPOOL_B="$MOUNT_B" "${split_env[@]}" \
-    "${SWIFT:-swift}" test --skip-build --disable-xctest --enable-swift-testing --filter "${DROPFETCH_DISTRIBUTED_FILTER:-Distributed(Split)?Tests}" 2>&1 | tee "$LOG"
+    "${SWIFT:-swift}" test --skip-build --disable-xctest --enable-swift-testing --no-parallel --filter "${DROPFETCH_DISTRIBUTED_FILTER:-Distributed(Split)?Tests}" 2>&1 | tee "$LOG"
   # The suites must have run, not been skipped (the split one only where a namespace can be made), and passed.
   if grep -Eq 'Suite "Agents on two mounts[^"]*" (was )?skipped' "$LOG" ||
      { [ "$split_suite" -eq 1 ] && grep -Eq 'Suite "A network split[^"]*" (was )?skipped' "$LOG"; } ||
