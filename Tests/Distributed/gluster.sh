@@ -6,7 +6,7 @@
 # see another mount's changes, and a replaced file can read stale through another mount for up to
 # 1 s. The third mount, c/, has its client's sockets in a network namespace of its own, joined to
 # this host by a veth pair: `cut` takes the link down (a network split between that "host" and the
-# brick), `heal` brings it up again. The volume has `network.ping-timeout 5` and the brick's TCP
+# brick), `heal` brings it up again. With c/ the volume gets `network.ping-timeout 5` and the brick's TCP
 # keepalive and user timeout set so that the brick drops a cut-off client, and its locks, about
 # 5 s after a cut.
 #
@@ -18,8 +18,9 @@
 #   gluster.sh heal        join it again (idempotent)
 #   gluster.sh down        heal, unmount, remove the namespace and veth pair, delete the volume and its brick,
 #                          stop glusterd if `up` started it
-#   gluster.sh run         up, the Distributed suites one after the other (built tests, `swift test --skip-build
-#                          --no-parallel`; DROPFETCH_DISTRIBUTED_FILTER narrows them), down
+#   gluster.sh run         the volume on a/ and b/, the Distributed suite; then the timeouts and c/, the split
+#                          suite (built tests, `swift test --skip-build`; DROPFETCH_DISTRIBUTED_FILTER and
+#                          DROPFETCH_SPLIT_FILTER narrow them); down
 #
 # Everything lives under DROPFETCH_GLUSTER_DIR (default /var/lib/dropfetch-test-gluster): brick/,
 # the mount points a/, b/ and c/, glusterd.pid when this script started glusterd, and
@@ -227,7 +228,8 @@ down() {
   rmdir "$BASE" 2>/dev/null || true
 }
 
-up() {
+# The volume mounted on a/ and b/, as the Distributed suite (DistributedTests) runs on it.
+volume_up() {
   local address
   address=$(own_address)
   [ -n "$address" ] || { say "no non-loopback IPv4 address"; return 1; }
@@ -244,15 +246,6 @@ up() {
   mkdir -p "$BRICK" "$MOUNT_A" "$MOUNT_B"
   # `force`: the brick is on the root file system, which glusterd otherwise refuses.
   gluster --mode=script volume create "$VOLUME" "$address:$BRICK" force >/dev/null || { say "cannot create volume $VOLUME"; return 1; }
-  # Set before the start so that the brick's sockets get them: a client waits PING_TIMEOUT for
-  # the brick; the brick probes an idle client every second and gives up on one that has not
-  # answered for PING_TIMEOUT (TCP_USER_TIMEOUT), then releases its locks and open files.
-  local option
-  for option in "network.ping-timeout $PING_TIMEOUT" "server.keepalive-time 1" "server.keepalive-interval 1" \
-                "server.keepalive-count $PING_TIMEOUT" "server.tcp-user-timeout $PING_TIMEOUT"; do
-    # shellcheck disable=SC2086
-    gluster --mode=script volume set "$VOLUME" $option >/dev/null || { say "cannot set $option on volume $VOLUME"; return 1; }
-  done
   gluster --mode=script volume start "$VOLUME" >/dev/null || { say "cannot start volume $VOLUME"; return 1; }
   for mount in "$MOUNT_A" "$MOUNT_B"; do
     local mounted=0
@@ -269,48 +262,78 @@ up() {
   [ "$(cat "$MOUNT_B/.$probe" 2>/dev/null)" = "$probe" ] || { say "$MOUNT_A and $MOUNT_B do not show one volume"; return 1; }
   rm -f "$MOUNT_A/.$probe"
   say "volume $VOLUME ($address:$BRICK) mounted on $MOUNT_A and $MOUNT_B"
+}
+
+# What the split suite (DistributedSplitTests) adds: the timeouts, and mount c/ from the network
+# namespace; or, where no namespace can be made, SPLIT_UNAVAILABLE saying why.
+split_up() {
   local split
   split=$(split_unavailable_reason)
-  if [ -z "$split" ]; then
-    mkdir -p "$MOUNT_C"
-    netns_create || split="the network namespace $NETNS and its veth pair could not be set up"
-  fi
-  if [ -z "$split" ]; then
-    mount_c "$address" || return 1
-    # A name of its own: mount b may still have the first probe's answers cached.
-    probe="probe-c-$$"
-    echo "$probe" > "$MOUNT_C/.$probe" || { say "cannot write to $MOUNT_C"; return 1; }
-    [ "$(cat "$MOUNT_B/.$probe" 2>/dev/null)" = "$probe" ] || { say "$MOUNT_C and $MOUNT_B do not show one volume"; return 1; }
-    rm -f "$MOUNT_C/.$probe"
-    say "and on $MOUNT_C by a client in network namespace $NETNS ($SUBNET.2, cut off by \`$0 cut\`)"
-  else
-    netns_remove
+  if [ -n "$split" ]; then
     echo "$split" > "$SPLIT_UNAVAILABLE"
     say "no third mount, the split tests will be skipped: $split"
+    return 0
   fi
+  # Set on the started volume (the brick applies them to the connections it accepts from now on,
+  # so before c/ is mounted): a client waits PING_TIMEOUT for the brick; the brick probes an idle
+  # client every second and gives up on one that has not answered for PING_TIMEOUT
+  # (TCP_USER_TIMEOUT), then releases its locks and open files.
+  local option
+  for option in "network.ping-timeout $PING_TIMEOUT" "server.keepalive-time 1" "server.keepalive-interval 1" \
+                "server.keepalive-count $PING_TIMEOUT" "server.tcp-user-timeout $PING_TIMEOUT"; do
+    # shellcheck disable=SC2086
+    gluster --mode=script volume set "$VOLUME" $option >/dev/null || { say "cannot set $option on volume $VOLUME"; return 1; }
+  done
+  mkdir -p "$MOUNT_C"
+  netns_create || { say "cannot set up network namespace $NETNS and its veth pair"; return 1; }
+  mount_c "$(own_address)" || return 1
+  local probe="probe-c-$$"
+  echo "$probe" > "$MOUNT_C/.$probe" || { say "cannot write to $MOUNT_C"; return 1; }
+  [ "$(cat "$MOUNT_B/.$probe" 2>/dev/null)" = "$probe" ] || { say "$MOUNT_C and $MOUNT_B do not show one volume"; return 1; }
+  rm -f "$MOUNT_C/.$probe"
+  say "and on $MOUNT_C by a client in network namespace $NETNS ($SUBNET.2, cut off by \`$0 cut\`)"
+}
+
+up() {
+  volume_up && split_up
+}
+
+# Runs the suites that FILTER selects with the environment given before it; the output goes to
+# LOG as well. Fails when they did not pass or SKIPPED (a suite's name) was skipped.
+run_suites() {
+  local filter=$1 skipped=$2 output
+  shift 2
+  output=$(mktemp)
+  env "$@" "${SWIFT:-swift}" test --skip-build --disable-xctest --enable-swift-testing --filter "$filter" 2>&1 | tee "$output"
+  cat "$output" >> "$LOG"
+  if grep -Eq "Suite \"$skipped[^\"]*\" (was )?skipped" "$output" || ! grep -Eq 'Test run with [0-9]+ tests? .*passed' "$output"; then
+    rm -f "$output"
+    return 1
+  fi
+  rm -f "$output"
 }
 
 run() {
   trap down EXIT
-  up
   mkdir -p .build
-  local split_env=() split_suite=1
+  : > "$LOG"
+  volume_up
+  local failed=0
+  # The Distributed suite first, on the volume as it is set up for it (no split timeouts, no c/).
+  run_suites "${DROPFETCH_DISTRIBUTED_FILTER:-DistributedTests}" "Agents on two mounts" \
+    DROPFETCH_TEST_SPOOL_A="$MOUNT_A" DROPFETCH_TEST_SPOOL_B="$MOUNT_B" || failed=1
+  split_up
   if [ -f "$SPLIT_UNAVAILABLE" ]; then
-    split_suite=0
     say "the split tests are skipped: $(cat "$SPLIT_UNAVAILABLE")"
   else
-    # The tests call `$0 cut` and `$0 heal`; these exports name the same namespace and volume.
-    export DROPFETCH_GLUSTER_DIR=$BASE DROPFETCH_GLUSTER_VOLUME=$VOLUME DROPFETCH_SPLIT_NETNS=$NETNS \
-      DROPFETCH_SPLIT_VETH=$VETH DROPFETCH_SPLIT_SUBNET=$SUBNET
-    split_env=("DROPFETCH_TEST_SPOOL_C=$MOUNT_C" "DROPFETCH_TEST_SPLIT_CMD=$PWD/Tests/Distributed/gluster.sh")
+    # The tests call `$0 cut` and `$0 heal`; these name the same namespace.
+    run_suites "${DROPFETCH_SPLIT_FILTER:-DistributedSplitTests}" "A network split" \
+      DROPFETCH_TEST_SPOOL_A="$MOUNT_A" DROPFETCH_TEST_SPOOL_B="$MOUNT_B" DROPFETCH_TEST_SPOOL_C="$MOUNT_C" \
+      DROPFETCH_TEST_SPLIT_CMD="$PWD/Tests/Distributed/gluster.sh" DROPFETCH_GLUSTER_DIR="$BASE" \
+      DROPFETCH_GLUSTER_VOLUME="$VOLUME" DROPFETCH_SPLIT_NETNS="$NETNS" DROPFETCH_SPLIT_VETH="$VETH" \
+      DROPFETCH_SPLIT_SUBNET="$SUBNET" || failed=1
   fi
-  # One suite after the other: a cut must not share the machine with the other suite.
-  env DROPFETCH_TEST_SPOOL_A="$MOUNT_A" DROPFETCH_TEST_SPOOL_B="$MOUNT_B" "${split_env[@]}" \
-    "${SWIFT:-swift}" test --skip-build --disable-xctest --enable-swift-testing --no-parallel --filter "${DROPFETCH_DISTRIBUTED_FILTER:-Distributed(Split)?Tests}" 2>&1 | tee "$LOG"
-  # The suites must have run, not been skipped (the split one only where a namespace can be made), and passed.
-  if grep -Eq 'Suite "Agents on two mounts[^"]*" (was )?skipped' "$LOG" ||
-     { [ "$split_suite" -eq 1 ] && grep -Eq 'Suite "A network split[^"]*" (was )?skipped' "$LOG"; } ||
-     ! grep -Eq 'Test run with [0-9]+ tests? .*passed' "$LOG"; then
+  if [ "$failed" -ne 0 ]; then
     say "the Distributed suites did not run or did not pass (see $LOG)"
     return 1
   fi
