@@ -147,7 +147,7 @@ mount_c() {
   done
   mountpoint -q "$MOUNT_C" || { say "cannot mount $address:/$VOLUME on $MOUNT_C from network namespace $NETNS"; return 1; }
   local client
-  client=$(pgrep -f -- "glusterfs .*--volfile-id=/$VOLUME $MOUNT_C\$" | head -n1 || true)
+  client=$(client_of "$MOUNT_C")
   if [ -z "$client" ] || [ "$(readlink "/proc/$client/ns/net")" = "$(readlink /proc/self/ns/net)" ]; then
     say "the client of $MOUNT_C is not in network namespace $NETNS"
     return 1
@@ -201,10 +201,20 @@ preflight() {
   fi
 }
 
+# The pid of the FUSE client serving mount point $1, if one runs.
+client_of() {
+  pgrep -f -- "glusterfs .*--volfile-id=/$VOLUME $1\$" | head -n1 || true
+}
+
+# A mount still in use (an agent a test left blocked on it) is detached lazily; its client, which
+# would then serve the detached mount on, is ended.
 unmount_all() {
+  local mount client
   for mount in "$MOUNT_A" "$MOUNT_B" "$MOUNT_C"; do
     if mountpoint -q "$mount" 2>/dev/null; then
+      client=$(client_of "$mount")
       umount "$mount" 2>/dev/null || umount -l "$mount" || say "cannot unmount $mount"
+      if [ -n "$client" ] && kill -0 "$client" 2>/dev/null; then kill "$client" 2>/dev/null || true; fi
     fi
   done
 }
