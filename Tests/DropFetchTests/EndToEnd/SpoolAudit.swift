@@ -167,8 +167,7 @@ struct SpoolAudit {
             if name.hasSuffix(".tmp") { problems.append("temp file left: \(relative)"); continue }
             switch folder {
             case "work":
-                // An agent's lock and its lease (DESIGN.md §10, Fencing) stay while it may run.
-                if name != ".lock" && name != ".lease" { problems.append("left in a work folder: \(relative)") }
+                if name != ".lock", name != ".lease" { problems.append("left in a work folder: \(relative)") }
             case "done", "failed":
                 if name.hasSuffix(".status.json") {
                     let job = String(relative.dropLast(".status.json".count)) + ".url"
