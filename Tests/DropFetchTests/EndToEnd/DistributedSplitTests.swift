@@ -44,7 +44,7 @@ struct DistributedSplitTests {
         try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
 
         try NetworkSplit.cut()
-        let cut = ContinuousClock.now
+        let cut = ContinuousClock.now, cutDate = Date()
         #expect(try waitUntil(timeout: Self.longCut - .seconds(5)) { scenario.metric("a", "dropfetch_fenced") == 1 },
                 "agent a's metrics do not show it fenced during the cut: \(MultiAgentTests.text(scenario.metricsPath("a")))")
         NetworkSplit.hold(until: cut + Self.longCut)
@@ -61,7 +61,8 @@ struct DistributedSplitTests {
         #expect(agentA.isRunning, "agent a ended: \(MultiAgentTests.text(logA))")
         #expect(try agentA.stop() == .exited(0), "\(MultiAgentTests.text(logA))")
         #expect(try agentB.stop() == .exited(0), "\(MultiAgentTests.text(logB))")
-        print("distributed long split: a ran \(running) at the cut; all filed \(CrashMatrixTests.seconds(ContinuousClock.now - cut)) s after it")
+        let adopted = running.compactMap { SplitScenario.adoptionLines(logB, job: $0).first }
+        print("distributed long split: a ran \(running) at the cut; seconds after the cut: a fenced \(SplitScenario.seconds(from: cutDate, to: SplitScenario.lines(logA, messageStartingWith: "fenced:").first)), b adopted \(adopted.map { SplitScenario.seconds(from: cutDate, to: $0) }), a re-joined \(SplitScenario.seconds(from: cutDate, to: SplitScenario.lines(logA, messageStartingWith: "re-joined").first)) (healed at \(Self.longCut.components.seconds)); all filed \(CrashMatrixTests.seconds(ContinuousClock.now - cut))")
 
         let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: scenario.jobs)
         #expect(problems.isEmpty, "\(problems.prefix(20))")
@@ -151,7 +152,7 @@ struct DistributedSplitTests {
         try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(errorsA))")
 
         try NetworkSplit.cut()
-        let cut = ContinuousClock.now
+        let cut = ContinuousClock.now, cutDate = Date()
         let endedInCut = try waitUntil(timeout: .seconds(40)) { !agentA.isRunning }
         // The cut lasts longer than the lease whenever a ends.
         NetworkSplit.hold(until: cut + .seconds(6))
@@ -159,6 +160,7 @@ struct DistributedSplitTests {
         let ending = try? agentA.wait(timeout: .seconds(30))
         #expect(ending == .exited(75), "run --once of a fenced agent ended \(ending.map(String.init(describing:)) ?? "not within 30 s of the heal") (during the cut: \(endedInCut))\n\(MultiAgentTests.text(errorsA))")
         let fenced = SplitScenario.lines(errorsA, messageStartingWith: "fenced:")
+        print("distributed run --once split: a fenced \(SplitScenario.seconds(from: cutDate, to: fenced.first)) s after the cut, ended \(ending.map(String.init(describing:)) ?? "-") \(endedInCut ? "during" : "after") the cut")
         #expect(fenced.count == 1 && fenced.allSatisfy { $0["level"] == "warning" }, "stderr: \(MultiAgentTests.text(errorsA))")
 
         let agentB = try AgentProcess(["run"], config: try scenario.config(agent: "b", view: 1, lease: "3s"), log: logB, in: fixture)

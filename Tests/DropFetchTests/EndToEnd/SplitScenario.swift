@@ -87,6 +87,14 @@ final class SplitScenario {
         lines(path).filter { $0["msg"]?.hasPrefix(prefix) == true }
     }
 
+    /// Seconds from `start` to the time (`ts=`) of `line`, for the printed timeline of a split.
+    static func seconds(from start: Date, to line: LogfmtLine?) -> String {
+        let parser = ISO8601DateFormatter()
+        parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let stamp = line?["ts"], let date = parser.date(from: stamp) else { return "-" }
+        return String(format: "%.1f", date.timeIntervalSince(start))
+    }
+
     /// The lines of `path` that say job `job` was adopted or resumed from another run's work.
     static func adoptionLines(_ path: String, job: String) -> [LogfmtLine] {
         lines(path).filter { line in
