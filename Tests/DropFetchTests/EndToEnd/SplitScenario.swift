@@ -87,12 +87,16 @@ final class SplitScenario {
         lines(path).filter { $0["msg"]?.hasPrefix(prefix) == true }
     }
 
-    /// Seconds from `start` to the time (`ts=`) of `line`, for the printed timeline of a split.
-    static func seconds(from start: Date, to line: LogfmtLine?) -> String {
+    /// When `line` was logged (its `ts=`); the agents of a split test run on one host, one clock.
+    static func date(of line: LogfmtLine?) -> Date? {
         let parser = ISO8601DateFormatter()
         parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        guard let stamp = line?["ts"], let date = parser.date(from: stamp) else { return "-" }
-        return String(format: "%.1f", date.timeIntervalSince(start))
+        return line?["ts"].flatMap(parser.date(from:))
+    }
+
+    /// Seconds from `start` to when `line` was logged, for the printed timeline of a split.
+    static func seconds(from start: Date, to line: LogfmtLine?) -> String {
+        date(of: line).map { String(format: "%.1f", $0.timeIntervalSince(start)) } ?? "-"
     }
 
     /// The lines of `path` that say job `job` was adopted or resumed from another run's work.
