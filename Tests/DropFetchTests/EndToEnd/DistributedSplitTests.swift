@@ -73,10 +73,6 @@ struct DistributedSplitTests {
         }
         let fenced = SplitScenario.lines(logA, messageStartingWith: "fenced:")
         #expect(fenced.count == 1 && fenced.allSatisfy { $0["level"] == "warning" }, "\(fenced)")
-        // The owner stops acting on its jobs before another agent adopts them (one host, one clock).
-        let fencedAt = SplitScenario.date(of: fenced.first), adoptedAt = adopted.compactMap(SplitScenario.date(of:)).min()
-        #expect(fencedAt != nil && adoptedAt != nil && fencedAt! < adoptedAt!,
-                "a fenced at \(fencedAt.map(String.init(describing:)) ?? "-"), b adopted at \(adoptedAt.map(String.init(describing:)) ?? "-")")
         let rejoined = SplitScenario.lines(logA, messageStartingWith: "re-joined")
         #expect(rejoined.count == 1 && rejoined.allSatisfy { $0["level"] == "info" }, "\(rejoined)")
     }

@@ -87,16 +87,13 @@ final class SplitScenario {
         lines(path).filter { $0["msg"]?.hasPrefix(prefix) == true }
     }
 
-    /// When `line` was logged (its `ts=`); the agents of a split test run on one host, one clock.
-    static func date(of line: LogfmtLine?) -> Date? {
+    /// Seconds from `start` to when `line` was logged (its `ts=`), for the printed timeline of a
+    /// split: the agents of a split test run on one host, one clock.
+    static func seconds(from start: Date, to line: LogfmtLine?) -> String {
         let parser = ISO8601DateFormatter()
         parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return line?["ts"].flatMap(parser.date(from:))
-    }
-
-    /// Seconds from `start` to when `line` was logged, for the printed timeline of a split.
-    static func seconds(from start: Date, to line: LogfmtLine?) -> String {
-        date(of: line).map { String(format: "%.1f", $0.timeIntervalSince(start)) } ?? "-"
+        guard let stamp = line?["ts"], let date = parser.date(from: stamp) else { return "-" }
+        return String(format: "%.1f", date.timeIntervalSince(start))
     }
 
     /// The lines of `path` that say job `job` was adopted or resumed from another run's work.
