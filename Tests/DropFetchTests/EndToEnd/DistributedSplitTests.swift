@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Testing
 
 /// Issue 37 (DESIGN.md §10, Fencing) on a real volume: agent a reaches the spool through mount c,

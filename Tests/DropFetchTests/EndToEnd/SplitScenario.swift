@@ -1,5 +1,4 @@
 import Foundation
-import Testing
 
 /// One spool on the volume of `NetworkSplit` with slow jobs, for the split tests: agent a reaches
 /// it through mount c (view 2, the one that is cut off), agent b through mount b (view 1), and
