@@ -15,9 +15,10 @@
 #                  scripts, lintian): see the "Debian package" block below and docs/service.md
 #   make test-deb  make deb, then install it into a scratch root with dpkg and check it:
 #                  Tests/Install/check-deb.sh
-#   make test-distributed  the multi-agent end-to-end tests on a real GlusterFS volume mounted twice
+#   make test-distributed  the multi-agent end-to-end tests on a real GlusterFS volume mounted three times
 #                  (installs glusterfs-server and glusterfs-client if missing; needs root and /dev/fuse;
-#                  sets up glusterd, the volume and both mounts, tears them down): Tests/Distributed/gluster.sh
+#                  sets up glusterd, the volume and the mounts, the third from a network namespace that
+#                  the split tests cut off from the brick, and tears them down): Tests/Distributed/gluster.sh
 #   make bench     release build, then bench/run.sh: P1–P6 of issue 12 beside curl and aria2c, written to
 #                  bench/RESULTS.md (installs nginx, aria2, curl, strace and time if missing; fetches a
 #                  curl 8 into bench/out/curl8 with bench/curl8.sh, or compares against the system's);
@@ -393,8 +394,9 @@ distributed-deps: deps
 	command -v mount.glusterfs >/dev/null 2>&1 || missing="$$missing glusterfs-client"; \
 	$(install_missing)
 
-# The Distributed suite on one GlusterFS volume mounted twice (two mounts stand in for two hosts);
-# `Tests/Distributed/gluster.sh preflight` says whether glusterd can run here.
+# The Distributed suites on one GlusterFS volume mounted three times (the mounts stand in for hosts,
+# the third cut off from the brick and healed by the split tests); `Tests/Distributed/gluster.sh
+# preflight` says whether glusterd can run here and whether the split tests can (a network namespace).
 test-distributed: distributed-deps
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) Tests/Distributed/gluster.sh run

@@ -28,13 +28,14 @@ final class AgentProcess: @unchecked Sendable {
     private var gate: Pipe?
 
     /// Prepares `dropfetch ARGUMENTS --config CONFIG`; `environment` is added to the test's own
-    /// (without any inherited `DROPFETCH_CRASH_AT`), stdout and stderr are appended to `log`, and
-    /// the working folder is `fixture.root/cwd`, which the agent must leave empty.
+    /// (without any inherited `DROPFETCH_CRASH_AT`), stdout and stderr are appended to `log` (stderr
+    /// to `errors` instead, when given), and the working folder is `fixture.root/cwd`, which the
+    /// agent must leave empty.
     ///
     /// With `heldAtStart`, `start()` leaves a shell waiting on its stdin and `release()` lets it
     /// exec the binary, so that several agents can be let go at the same moment.
     init(_ arguments: [String], config: String, environment: [String: String] = [:], log: String,
-         in fixture: SpoolFixture, heldAtStart: Bool = false) throws {
+         errors: String? = nil, in fixture: SpoolFixture, heldAtStart: Bool = false) throws {
         self.arguments = arguments
         if heldAtStart {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -52,11 +53,14 @@ final class AgentProcess: @unchecked Sendable {
         process.environment = inherited.merging(environment) { _, new in new }
         try FileManager.default.createDirectory(atPath: fixture.workingDirectory, withIntermediateDirectories: true)
         process.currentDirectoryURL = URL(fileURLWithPath: fixture.workingDirectory)
-        let descriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw AgentProcessError.cannotOpenLog(log, errno) }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        process.standardOutput = handle
-        process.standardError = handle
+        process.standardOutput = try Self.appending(to: log)
+        process.standardError = try errors.map(Self.appending) ?? process.standardOutput
+    }
+
+    private static func appending(to path: String) throws -> FileHandle {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw AgentProcessError.cannotOpenLog(path, errno) }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     deinit {

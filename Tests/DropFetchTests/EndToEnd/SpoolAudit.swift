@@ -101,8 +101,9 @@ struct SpoolAudit {
 
     /// The end state after a final run: every job filed once, in done/, under its own name, with
     /// a status file that decodes and says done, its file present with the server's bytes and
-    /// sha256, nothing left in inbox, work or hold, no `.part`, `.part.json`, `.tmp` or state
-    /// file anywhere, and nothing written outside the spool and destination.
+    /// sha256, nothing left in inbox, work or hold (but an agent's `.lock` and `.lease`), no
+    /// `.part`, `.part.json`, `.tmp` or state file anywhere, and nothing written outside the spool
+    /// and destination.
     func finalProblems(jobs: [ExpectedJob]) -> [String] {
         var problems: [String] = []
         let records = jobRecords()
@@ -177,8 +178,9 @@ struct SpoolAudit {
                     problems.append("unexpected file \(relative)")
                 }
             default:
-                // The agents' filing journals (FilingJournal) and done indexes (DoneIndex) sit in the spool's root.
-                if relative.hasPrefix(".filings.") || relative.hasPrefix(".done-urls.") { continue }
+                // The agents' filing journals (FilingJournal), done indexes (DoneIndex) and metrics
+                // counters (MetricsCounters, with `metrics_file:`) sit in the spool's root.
+                if relative.hasPrefix(".filings.") || relative.hasPrefix(".done-urls.") || relative.hasPrefix(".metrics.") { continue }
                 if !name.hasSuffix(".url") { problems.append("unexpected file \(relative)") }
             }
         }
