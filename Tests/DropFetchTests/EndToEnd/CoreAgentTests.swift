@@ -292,7 +292,7 @@ struct CoreAgentTests {
         try "someone else's".write(toFile: fixture.destination + "/taken.bin", atomically: false, encoding: .utf8)
         #expect(try agent.wait(timeout: .seconds(60)) == .exited(1), "\(fixture.log)")
         #expect(fixture.jobs(in: "failed") == ["taken.url"])
-        #expect(fixture.names(in: "work/test-agent").filter { $0 != ".lock" }.isEmpty)
+        #expect(fixture.names(in: "work/test-agent").filter { $0 != ".lock" && $0 != ".lease" }.isEmpty)
         #expect(try fixture.status("failed", "taken.url").error?.kind == .exists)
         #expect(try String(contentsOfFile: fixture.destination + "/taken.bin", encoding: .utf8) == "someone else's")
     }

@@ -173,7 +173,7 @@ struct FencingTests {
         #expect(Self.messages(fixture.logPath, startingWith: "fenced: ").count == 1, "\(fixture.logTail())")
         #expect(Self.messages(fixture.logPath, startingWith: "re-joined the spool: ").count == 1, "\(fixture.logTail())")
         let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: jobs)
-        #expect(problems.isEmpty, "\(problems)")
+        #expect(problems.isEmpty, "\(problems)\n\(fixture.log)")
     }
 
     @Test("a's lease names another host (its process cannot be proved gone): b adopts a's jobs only after lease + margin and restarts them from 0")

@@ -31,7 +31,7 @@ struct HoldReleaseTests {
             #expect(fixture.jobs(in: "hold") == ["hold.url"])
             #expect(try waitUntil { server.requests(to: "/hold.bin").allSatisfy(\.isFinished) })
             // The agent lets go of a held job: its state file goes with it to hold/, nothing stays in work/.
-            #expect(try waitUntil(timeout: .seconds(5)) { fixture.names(in: "work/test-agent").filter { $0 != ".lock" }.isEmpty },
+            #expect(try waitUntil(timeout: .seconds(5)) { fixture.names(in: "work/test-agent").filter { $0 != ".lock" && $0 != ".lease" }.isEmpty },
                     "work/: \(fixture.names(in: "work/test-agent"))")
             let held = fixture.jsonObject(at: "hold/hold.state.json")
             #expect(held != nil, "round \(round): hold/ has no state file: \(fixture.names(in: "hold"))")
@@ -73,7 +73,7 @@ struct HoldReleaseTests {
                 "\(fixture.logTail())")
 
         #expect(try fixture.runCLI(["hold", "wait"], config: config) == 0)
-        #expect(try waitUntil(timeout: .seconds(5)) { fixture.names(in: "work/test-agent").filter { $0 != ".lock" }.isEmpty })
+        #expect(try waitUntil(timeout: .seconds(5)) { fixture.names(in: "work/test-agent").filter { $0 != ".lock" && $0 != ".lease" }.isEmpty })
         #expect(StatusFields.int(fixture.jsonObject(at: "hold/wait.state.json")?["attempts"]) == 1,
                 "hold/: \(fixture.names(in: "hold"))")
         #expect(fixture.fileSize(fixture.partPath("wait.bin")) == 120_000)

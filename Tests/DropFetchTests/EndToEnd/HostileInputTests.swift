@@ -472,7 +472,7 @@ extension HostileInputTests {
         #expect(Tree.names(f.spool).filter { $0.hasPrefix(".") }.allSatisfy { $0 == ".filings.test-agent" || $0 == ".done-urls.test-agent" })
         #expect(Tree.names(f.spool + "/hold").isEmpty)
         #expect(Tree.names(f.spool + "/work") == ["test-agent"])
-        #expect(Tree.names(f.spool + "/work/test-agent") == [".lock"])
+        #expect(Tree.names(f.spool + "/work/test-agent") == [".lease", ".lock"])
         for folder in ["done", "failed"] {
             let jobs = cases.filter {
                 switch $0.outcome {

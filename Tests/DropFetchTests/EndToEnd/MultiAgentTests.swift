@@ -107,7 +107,7 @@ struct MultiAgentTests {
 
         #expect(fixture.jobs(in: "done") == ["big.url", "medium.url", "small.url"])
         for job in jobs { #expect(try fixture.status("done", job.name).agent == "b") }
-        #expect(fixture.names(in: "work/a").filter { $0 != ".lock" }.isEmpty, "work/a: \(fixture.names(in: "work/a"))")
+        #expect(fixture.names(in: "work/a").filter { $0 != ".lock" && $0 != ".lease" }.isEmpty, "work/a: \(fixture.names(in: "work/a"))")
         let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: jobs)
         #expect(problems.isEmpty, "\(problems)")
         let resumed = server.completedRequests().dropFirst(before).filter { $0.path == "/a/big.bin" }
@@ -161,7 +161,7 @@ struct MultiAgentTests {
         #expect(problems.isEmpty, "\(problems)\n\(fixture.log)")
         let later = snapshot.laterRequestProblems(CrashSnapshot.index(server.completedRequests()), jobs: jobs)
         #expect(later.isEmpty, "\(later)")
-        #expect(fixture.names(in: "work/a") == [".lock"], "work/a: \(fixture.names(in: "work/a"))")
+        #expect(fixture.names(in: "work/a") == [".lease", ".lock"], "work/a: \(fixture.names(in: "work/a"))")
         for job in jobs {
             let writer = statusesBefore.contains(String(job.name.dropLast(4)) + ".status.json") ? "a" : "b"
             #expect((try? fixture.status("done", job.name))?.agent == writer, "\(job.name)")

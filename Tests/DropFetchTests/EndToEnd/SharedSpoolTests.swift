@@ -138,6 +138,6 @@ struct SharedSpoolTests {
         let expected = jobs + [SpoolAudit.ExpectedJob(name: "warm.url", path: "/g/warm.bin", file: "warm.bin", body: warmUp)]
         let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: expected)
         #expect(problems.isEmpty, "\(problems.prefix(20))")
-        #expect(fixture.names(in: "work/a").filter { $0 != ".lock" }.isEmpty, "work/a: \(fixture.names(in: "work/a"))")
+        #expect(fixture.names(in: "work/a").filter { $0 != ".lock" && $0 != ".lease" }.isEmpty, "work/a: \(fixture.names(in: "work/a"))")
     }
 }
