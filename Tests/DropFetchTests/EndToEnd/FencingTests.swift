@@ -53,7 +53,7 @@ struct FencingTests {
         let server = try TestHTTPServer()
         let jobs = Self.serveSlowJobs(6, size: 900_000, on: server, seed: 37_100)
         let fixture = try SpoolFixture()
-        // Beside the fixture's root, where the audit allows nothing but the spool, destination, configs and logs.
+        // Outside the fixture's root: the audit flags any file there but the spool, destination, configs and logs.
         let metricsFolder = FileManager.default.temporaryDirectory.path + "/dropfetch-fence-metrics-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: metricsFolder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: metricsFolder) }
@@ -79,7 +79,7 @@ struct FencingTests {
         #expect(rejoined.first?["level"] == "info", "\(rejoined)")
 
         let problems = SpoolAudit(fixture: fixture).finalProblems(jobs: jobs)
-        #expect(problems.isEmpty, "\(problems)\n\(fixture.logTail())")
+        #expect(problems.isEmpty, "\(problems)\n\(fixture.log)")
         #expect(fixture.jobs(in: "done").count == jobs.count, "\(fixture.jobs(in: "done"))")
         for job in jobs {
             let status = fixture.statusObject("done", job.name)
