@@ -167,7 +167,8 @@ struct SpoolAudit {
             if name.hasSuffix(".tmp") { problems.append("temp file left: \(relative)"); continue }
             switch folder {
             case "work":
-                if name != ".lock", name != ".lease" { problems.append("left in a work folder: \(relative)") }
+                // An agent's lock and its lease (DESIGN.md §10 Fencing: kept for the next epoch).
+                if name != ".lock" && name != ".lease" { problems.append("left in a work folder: \(relative)") }
             case "done", "failed":
                 if name.hasSuffix(".status.json") {
                     let job = String(relative.dropLast(".status.json".count)) + ".url"
@@ -178,8 +179,7 @@ struct SpoolAudit {
                     problems.append("unexpected file \(relative)")
                 }
             default:
-                // The agents' filing journals (FilingJournal), done indexes (DoneIndex) and metrics
-                // counters (MetricsCounters, with `metrics_file:`) sit in the spool's root.
+                // The agents' filing journals (FilingJournal), done indexes (DoneIndex) and metrics counters sit in the spool's root.
                 if relative.hasPrefix(".filings.") || relative.hasPrefix(".done-urls.") || relative.hasPrefix(".metrics.") { continue }
                 if !name.hasSuffix(".url") { problems.append("unexpected file \(relative)") }
             }
