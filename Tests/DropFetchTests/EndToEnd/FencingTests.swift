@@ -218,8 +218,11 @@ struct FencingTests {
         #expect(try waitUntil(timeout: .seconds(60)) { fixture.jobs(in: "done").count >= jobs.count }, "\(MultiAgentTests.text(logB))")
         #expect(try agentB.stop() == .exited(0))
 
-        let adoptions = Self.messages(logB, startingWith: "adopted ")
-        #expect(adoptions.count == 1 && adoptions.first?["restarted"] == "\(jobs.count)", "\(adoptions)")
+        // One line per adopted job, naming a and saying its partial data is not trusted.
+        let adoptions = Self.messages(logB, startingWith: "adopted a job of agent a")
+        #expect(Set(adoptions.compactMap { $0["job"] }) == Set(jobs.map(\.name)), "\(adoptions)")
+        #expect(adoptions.count == jobs.count && adoptions.allSatisfy { $0["partial_data"]?.hasPrefix("not trusted") == true },
+                "\(adoptions)")
         for request in server.requests.dropFirst(before) {
             #expect(request.header("Range") == nil, "b resumed \(request.path) from data a may still write: \(request.header("Range") ?? "")")
         }
