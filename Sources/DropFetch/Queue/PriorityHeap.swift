@@ -33,7 +33,6 @@ struct PriorityHeap<Key: Hashable, Element> {
             return
         }
         storage.append(element)
-        slots[key(element)] = storage.count - 1
         siftUp(storage.count - 1)
     }
 
@@ -58,52 +57,68 @@ struct PriorityHeap<Key: Hashable, Element> {
         for element in kept { push(element) }
     }
 
+    /// Takes the element at `slot` out; the last element fills its place and moves to where the order puts it.
     private mutating func take(_ slot: Int) -> Element {
-        let last = storage.count - 1
-        if slot != last { swap(slot, last) }
-        let element = storage.removeLast()
+        let last = storage.removeLast()
+        guard slot < storage.count else {
+            slots[key(last)] = nil
+            return last
+        }
+        let element = storage[slot]
         slots[key(element)] = nil
-        if slot < storage.count { restore(slot) }
+        storage[slot] = last
+        restore(slot)
         return element
     }
 
-    /// Moves the element at `slot` up or down to where the order puts it.
+    /// Moves the element at `slot` up or down to where the order puts it, and records its slot.
     private mutating func restore(_ slot: Int) {
         if slot > 0, before(slot, (slot - 1) / 2) { siftUp(slot) } else { siftDown(slot) }
     }
 
+    // The sifts move a hole, not the element: each element passed over is written (and its slot
+    // recorded) once, the moving one once at the end — half the index map's writes of swapping.
+
     private mutating func siftUp(_ start: Int) {
+        let moving = storage[start]
         var child = start
         while child > 0 {
             let parent = (child - 1) / 2
-            guard before(child, parent) else { break }
-            swap(child, parent)
+            guard counted(moving, precedes: storage[parent]) else { break }
+            place(storage[parent], at: child)
             child = parent
         }
+        place(moving, at: child)
     }
 
     private mutating func siftDown(_ start: Int) {
-        var parent = start
+        let moving = storage[start]
+        var hole = start
         while true {
-            let left = 2 * parent + 1
+            let left = 2 * hole + 1
+            guard left < storage.count else { break }
             let right = left + 1
-            var best = parent
-            if left < storage.count, before(left, best) { best = left }
-            if right < storage.count, before(right, best) { best = right }
-            if best == parent { return }
-            swap(parent, best)
-            parent = best
+            var best = left
+            if right < storage.count, before(right, left) { best = right }
+            guard counted(storage[best], precedes: moving) else { break }
+            place(storage[best], at: hole)
+            hole = best
         }
+        place(moving, at: hole)
+    }
+
+    private mutating func place(_ element: Element, at slot: Int) {
+        storage[slot] = element
+        slots[key(element)] = slot
+    }
+
+    private mutating func counted(_ a: Element, precedes b: Element) -> Bool {
+        comparisons &+= 1
+        return precedes(a, b)
     }
 
     private mutating func before(_ a: Int, _ b: Int) -> Bool {
         comparisons &+= 1
         return precedes(storage[a], storage[b])
-    }
-
-    private mutating func swap(_ a: Int, _ b: Int) {
-        storage.swapAt(a, b)
-        slots[key(storage[a])] = a
-        slots[key(storage[b])] = b
     }
 }
