@@ -1,4 +1,4 @@
-/// A binary min-heap under a caller-given order, with an index map from each element's key to its
+/// A 4-ary min-heap under a caller-given order, with an index map from each element's key to its
 /// slot: push, pop, removal and re-ordering by key are all O(log n), so a spool of 100,000 jobs is
 /// queued and pruned without quadratic costs. A key is in the heap at most once.
 struct PriorityHeap<Key: Hashable, Element> {
@@ -9,6 +9,9 @@ struct PriorityHeap<Key: Hashable, Element> {
     private let precedes: (Element, Element) -> Bool
     /// Calls of `precedes` so far: the work done, for tests that check a bound on it.
     private(set) var comparisons = 0
+    /// Children per node: half the levels of a binary heap, so half the index map's writes a sift
+    /// (each costs a hash), for the same comparisons (three among the children, one with the element).
+    private static var arity: Int { 4 }
 
     init(key: @escaping (Element) -> Key, precedes: @escaping (Element, Element) -> Bool) {
         self.key = key
@@ -73,7 +76,7 @@ struct PriorityHeap<Key: Hashable, Element> {
 
     /// Moves the element at `slot` up or down to where the order puts it, and records its slot.
     private mutating func restore(_ slot: Int) {
-        if slot > 0, before(slot, (slot - 1) / 2) { siftUp(slot) } else { siftDown(slot) }
+        if slot > 0, before(slot, (slot - 1) / PriorityHeap.arity) { siftUp(slot) } else { siftDown(slot) }
     }
 
     // The sifts move a hole, not the element: each element passed over is written (and its slot
@@ -83,7 +86,7 @@ struct PriorityHeap<Key: Hashable, Element> {
         let moving = storage[start]
         var child = start
         while child > 0 {
-            let parent = (child - 1) / 2
+            let parent = (child - 1) / PriorityHeap.arity
             guard counted(moving, precedes: storage[parent]) else { break }
             place(storage[parent], at: child)
             child = parent
@@ -95,11 +98,12 @@ struct PriorityHeap<Key: Hashable, Element> {
         let moving = storage[start]
         var hole = start
         while true {
-            let left = 2 * hole + 1
-            guard left < storage.count else { break }
-            let right = left + 1
-            var best = left
-            if right < storage.count, before(right, left) { best = right }
+            let first = PriorityHeap.arity * hole + 1
+            guard first < storage.count else { break }
+            var best = first
+            for child in (first + 1)..<min(first + PriorityHeap.arity, storage.count) where before(child, best) {
+                best = child
+            }
             guard counted(storage[best], precedes: moving) else { break }
             place(storage[best], at: hole)
             hole = best
