@@ -198,8 +198,7 @@ final class GroupCommit {
     /// Sends what was gathered when no batch is in flight; called once at the end of each loop turn.
     func flush() {
         // Inline, a batch's waiters are all served in the turn that asked: its files close now.
-        // Not keeping the capacity: clearing a table once grown large cost 4 K instructions a turn.
-        if !inlineTasks.isEmpty { inlineTasks.removeAll() }
+        inlineTasks.removeAll(keepingCapacity: true)
         guard case .idle(let worker) = state, !gathering.waiters.isEmpty else { return }
         let round = gathering
         gathering = Round()
