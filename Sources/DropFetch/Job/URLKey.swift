@@ -9,13 +9,28 @@ enum URLKey {
     /// Worked on the UTF-8 bytes: a URL's delimiters are ASCII, and Character steps cost a
     /// grapheme break each (70 K instructions a URL).
     static func normalized(_ url: String) -> String {
+        guard let bytes = normalizedBytes(url) else { return url }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The key of `url` in the done index: 32 lower-case hex digits of SHA-256(normalized URL).
+    static func key(_ url: String) -> String {
+        let digest = Digest(.sha256)
+        if let bytes = normalizedBytes(url) {
+            bytes.withUnsafeBytes { digest.update($0) }
+        } else {
+            var text = url
+            text.withUTF8 { digest.update(UnsafeRawBufferPointer($0)) }
+        }
+        return digest.finalize(bytes: 16)
+    }
+
+    /// The normalized URL's bytes, built in one array; nil for a string that is no `scheme://authority…` URL.
+    private static func normalizedBytes(_ url: String) -> [UInt8]? {
         let bytes = Array(url.utf8)
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
-              bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return url }
-        func lowered(_ range: Range<Int>) -> [UInt8] {
-            bytes[range].map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }
-        }
-        let scheme = lowered(0..<colon)
+              bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+        func lowered(_ byte: UInt8) -> UInt8 { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte }
         let authorityStart = colon + 3
         let end = bytes[authorityStart...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
         let authorityEnd = bytes[authorityStart..<end].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? end
@@ -24,28 +39,27 @@ enum URLKey {
         // An IPv6 literal's colons are not its port's.
         let portSearch = bytes[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: "]")) ?? hostStart
         var hostEnd = authorityEnd
-        var port: ArraySlice<UInt8> = []
+        var port = authorityEnd..<authorityEnd
         if let portColon = bytes[portSearch..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
             hostEnd = portColon
-            port = bytes[(portColon + 1)..<authorityEnd]
+            port = (portColon + 1)..<authorityEnd
         }
-        var result = scheme + Array("://".utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(end)
+        for byte in bytes[0..<authorityStart] { result.append(lowered(byte)) }
         result += bytes[authorityStart..<hostStart]
-        result += lowered(hostStart..<hostEnd)
-        let schemeName = String(decoding: scheme, as: UTF8.self)
-        if !port.isEmpty, String(decoding: port, as: UTF8.self) != defaultPorts[schemeName] {
+        for byte in bytes[hostStart..<hostEnd] { result.append(lowered(byte)) }
+        if !port.isEmpty, !isDefault(port: bytes[port], scheme: result[0..<colon]) {
             result.append(UInt8(ascii: ":"))
-            result += port
+            result += bytes[port]
         }
         result += bytes[authorityEnd..<end]
-        return String(decoding: result, as: UTF8.self)
+        return result
     }
 
-    /// The key of `url` in the done index: 32 lower-case hex digits of SHA-256(normalized URL).
-    static func key(_ url: String) -> String {
-        let digest = Digest(.sha256)
-        var text = normalized(url)
-        text.withUTF8 { digest.update(UnsafeRawBufferPointer($0)) }
-        return String(digest.finalize().prefix(32))
+    /// Whether `port` is the default port of the (lower-cased) `scheme`.
+    private static func isDefault(port: ArraySlice<UInt8>, scheme: ArraySlice<UInt8>) -> Bool {
+        guard let expected = defaultPorts[String(decoding: scheme, as: UTF8.self)] else { return false }
+        return port.elementsEqual(expected.utf8)
     }
 }

@@ -79,10 +79,14 @@ struct Admission: Sendable, Equatable {
 
     mutating func finished(host: String, className: String) {
         active = max(0, active - 1)
-        perHost[host, default: 1] -= 1
-        if perHost[host] == 0 { perHost[host] = nil }
-        perClass[className, default: 1] -= 1
-        if perClass[className] == 0 { perClass[className] = nil }
+        Admission.release(host, in: &perHost)
+        Admission.release(className, in: &perClass)
+    }
+
+    /// One place fewer under `name`; a count that reaches 0 is removed (one lookup of the name).
+    private static func release(_ name: String, in counts: inout [String: Int]) {
+        guard let index = counts.index(forKey: name) else { return }
+        if counts.values[index] > 1 { counts.values[index] -= 1 } else { counts.remove(at: index) }
     }
 
     func active(inClass name: String) -> Int { perClass[name, default: 0] }

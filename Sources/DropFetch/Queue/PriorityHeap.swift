@@ -1,4 +1,4 @@
-/// A binary min-heap under a caller-given order, with an index map from each element's key to its
+/// A 4-ary min-heap under a caller-given order, with an index map from each element's key to its
 /// slot: push, pop, removal and re-ordering by key are all O(log n), so a spool of 100,000 jobs is
 /// queued and pruned without quadratic costs. A key is in the heap at most once.
 struct PriorityHeap<Key: Hashable, Element> {
@@ -9,6 +9,9 @@ struct PriorityHeap<Key: Hashable, Element> {
     private let precedes: (Element, Element) -> Bool
     /// Calls of `precedes` so far: the work done, for tests that check a bound on it.
     private(set) var comparisons = 0
+    /// Children per node: half the levels of a binary heap, so half the index map's writes a sift
+    /// (each costs a hash), for the same comparisons (three among the children, one with the element).
+    private static var arity: Int { 4 }
 
     init(key: @escaping (Element) -> Key, precedes: @escaping (Element, Element) -> Bool) {
         self.key = key
@@ -33,7 +36,6 @@ struct PriorityHeap<Key: Hashable, Element> {
             return
         }
         storage.append(element)
-        slots[key(element)] = storage.count - 1
         siftUp(storage.count - 1)
     }
 
@@ -58,52 +60,69 @@ struct PriorityHeap<Key: Hashable, Element> {
         for element in kept { push(element) }
     }
 
+    /// Takes the element at `slot` out; the last element fills its place and moves to where the order puts it.
     private mutating func take(_ slot: Int) -> Element {
-        let last = storage.count - 1
-        if slot != last { swap(slot, last) }
-        let element = storage.removeLast()
+        let last = storage.removeLast()
+        guard slot < storage.count else {
+            slots[key(last)] = nil
+            return last
+        }
+        let element = storage[slot]
         slots[key(element)] = nil
-        if slot < storage.count { restore(slot) }
+        storage[slot] = last
+        restore(slot)
         return element
     }
 
-    /// Moves the element at `slot` up or down to where the order puts it.
+    /// Moves the element at `slot` up or down to where the order puts it, and records its slot.
     private mutating func restore(_ slot: Int) {
-        if slot > 0, before(slot, (slot - 1) / 2) { siftUp(slot) } else { siftDown(slot) }
+        if slot > 0, before(slot, (slot - 1) / PriorityHeap.arity) { siftUp(slot) } else { siftDown(slot) }
     }
 
+    // The sifts move a hole, not the element: each element passed over is written (and its slot
+    // recorded) once, the moving one once at the end — half the index map's writes of swapping.
+
     private mutating func siftUp(_ start: Int) {
+        let moving = storage[start]
         var child = start
         while child > 0 {
-            let parent = (child - 1) / 2
-            guard before(child, parent) else { break }
-            swap(child, parent)
+            let parent = (child - 1) / PriorityHeap.arity
+            guard counted(moving, precedes: storage[parent]) else { break }
+            place(storage[parent], at: child)
             child = parent
         }
+        place(moving, at: child)
     }
 
     private mutating func siftDown(_ start: Int) {
-        var parent = start
+        let moving = storage[start]
+        var hole = start
         while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var best = parent
-            if left < storage.count, before(left, best) { best = left }
-            if right < storage.count, before(right, best) { best = right }
-            if best == parent { return }
-            swap(parent, best)
-            parent = best
+            let first = PriorityHeap.arity * hole + 1
+            guard first < storage.count else { break }
+            var best = first
+            for child in (first + 1)..<min(first + PriorityHeap.arity, storage.count) where before(child, best) {
+                best = child
+            }
+            guard counted(storage[best], precedes: moving) else { break }
+            place(storage[best], at: hole)
+            hole = best
         }
+        place(moving, at: hole)
+    }
+
+    private mutating func place(_ element: Element, at slot: Int) {
+        storage[slot] = element
+        slots[key(element)] = slot
+    }
+
+    private mutating func counted(_ a: Element, precedes b: Element) -> Bool {
+        comparisons &+= 1
+        return precedes(a, b)
     }
 
     private mutating func before(_ a: Int, _ b: Int) -> Bool {
         comparisons &+= 1
         return precedes(storage[a], storage[b])
-    }
-
-    private mutating func swap(_ a: Int, _ b: Int) {
-        storage.swapAt(a, b)
-        slots[key(storage[a])] = a
-        slots[key(storage[b])] = b
     }
 }

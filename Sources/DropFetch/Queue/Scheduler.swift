@@ -53,14 +53,17 @@ struct Scheduler {
     private typealias ClassQueue = PriorityHeap<Int32, Head>
 
     private(set) var order: Config.Order
-    /// Lanes by id; a lane's id is released when it runs empty and reused.
-    private var lanes: [(lane: Lane, queue: LaneQueue?)] = []
+    /// Lanes by id, each with its class's id; a lane's id is released when it runs empty and reused.
+    private var lanes: [(lane: Lane, classID: Int32, queue: LaneQueue?)] = []
     private var laneIDs: [Lane: Int32] = [:]
     private var freeLaneIDs: [Int32] = []
-    /// For each class with ready units: the heads of its lanes.
-    private var classes: [String: ClassQueue] = [:]
-    /// The head of each class with ready units.
-    private var top: PriorityHeap<String, (className: String, head: Head)>
+    /// For each class by id: the heads of its lanes, nil while it has no ready unit. A class name
+    /// is looked up once, when a lane of it is made, and its id kept (the config names few
+    /// classes; a reload builds the scheduler anew).
+    private var classes: [ClassQueue?] = []
+    private var classIDs: [String: Int32] = [:]
+    /// The head of each class with ready units, by class id.
+    private var top: PriorityHeap<Int32, (classID: Int32, head: Head)>
     private var waiting: PriorityHeap<Unit, (entry: Entry, due: Int64)>
     /// Where each queued unit is: the id of its lane, or `Scheduler.waitingLane`.
     private var places: [Unit: Int32] = [:]
@@ -97,9 +100,9 @@ struct Scheduler {
         }
     }
 
-    private static func topQueue(_ order: Config.Order) -> PriorityHeap<String, (className: String, head: Head)> {
+    private static func topQueue(_ order: Config.Order) -> PriorityHeap<Int32, (classID: Int32, head: Head)> {
         let precedes = precedence(order)
-        return PriorityHeap(key: { $0.className }, precedes: { precedes($0.head.item, $1.head.item) })
+        return PriorityHeap(key: { $0.classID }, precedes: { precedes($0.head.item, $1.head.item) })
     }
 
     private static func waitingQueue(_ order: Config.Order) -> PriorityHeap<Unit, (entry: Entry, due: Int64)> {
@@ -161,10 +164,10 @@ struct Scheduler {
     mutating func nextRunnable(now: Int64, refusal: (Entry) -> Admission.Refusal?) -> Entry? {
         promote(now: now)
         var asideLanes: [Int32] = []
-        var asideClasses: [String] = []
-        defer { restore(lanes: asideLanes, classes: asideClasses) }
+        var asideClasses: [Int32] = []
+        defer { if !asideLanes.isEmpty || !asideClasses.isEmpty { restore(lanes: asideLanes, classes: asideClasses) } }
         while let first = top.first {
-            let (className, head) = (first.className, first.head)
+            let (classID, head) = (first.classID, first.head)
             let entry = makeEntry(head.item, lane: head.lane)
             probes += 1
             switch refusal(entry) {
@@ -180,12 +183,12 @@ struct Scheduler {
             case .jobClass:
                 top.pop()
                 heapOperations += 1
-                asideClasses.append(className)
+                asideClasses.append(classID)
             case .host:
-                classes[className]!.pop()
+                classes[Int(classID)]!.pop()
                 heapOperations += 1
                 asideLanes.append(head.lane)
-                refreshTop(className)
+                refreshTop(classID)
             }
         }
         return nil
@@ -263,60 +266,75 @@ struct Scheduler {
     private mutating func laneID(_ lane: Lane) -> Int32 {
         if let id = laneIDs[lane] { return id }
         let queue = LaneQueue(key: { $0.unit }, precedes: Scheduler.precedence(order))
+        let classID = classID(lane.className)
         let id: Int32
         if let free = freeLaneIDs.popLast() {
             id = free
-            lanes[Int(id)] = (lane, queue)
+            lanes[Int(id)] = (lane, classID, queue)
         } else {
             id = Int32(lanes.count)
-            lanes.append((lane, queue))
+            lanes.append((lane, classID, queue))
         }
         laneIDs[lane] = id
         return id
     }
 
+    private mutating func classID(_ name: String) -> Int32 {
+        if let id = classIDs[name] { return id }
+        let id = Int32(classes.count)
+        classes.append(nil)
+        classIDs[name] = id
+        return id
+    }
+
     /// After a lane's first unit changed: its place in its class follows; an empty lane is released.
     private mutating func refreshHead(of id: Int32) {
-        let lane = lanes[Int(id)].lane
+        let classID = lanes[Int(id)].classID
+        let slot = Int(classID)
         if let first = lanes[Int(id)].queue!.first {
-            if classes[lane.className]?[id]?.item.unit != first.unit {
-                if classes[lane.className] == nil { classes[lane.className] = classQueue() }
-                classes[lane.className]!.push(Head(lane: id, item: first))
+            if classes[slot]?[id]?.item.unit != first.unit {
+                if classes[slot] == nil { classes[slot] = classQueue() }
+                classes[slot]!.push(Head(lane: id, item: first))
                 heapOperations += 1
             }
         } else {
-            if classes[lane.className]?.remove(id) != nil { heapOperations += 1 }
+            if classes[slot]?.remove(id) != nil { heapOperations += 1 }
+            laneIDs[lanes[Int(id)].lane] = nil
             lanes[Int(id)].queue = nil
-            laneIDs[lane] = nil
             freeLaneIDs.append(id)
         }
-        refreshTop(lane.className)
+        refreshTop(classID)
     }
 
     /// After a class's first lane changed: its place among the classes follows.
-    private mutating func refreshTop(_ className: String) {
-        if let first = classes[className]?.first {
-            if let current = top[className], current.head.lane == first.lane, current.head.item.unit == first.item.unit {
+    private mutating func refreshTop(_ classID: Int32) {
+        if let first = classes[Int(classID)]?.first {
+            if let current = top[classID], current.head.lane == first.lane, current.head.item.unit == first.item.unit {
                 return
             }
-            top.push((className, first))
+            top.push((classID, first))
             heapOperations += 1
         } else {
-            classes[className] = nil
-            if top.remove(className) != nil { heapOperations += 1 }
+            classes[Int(classID)] = nil
+            if top.remove(classID) != nil { heapOperations += 1 }
         }
     }
 
     /// Puts back what a decision set aside.
-    private mutating func restore(lanes aside: [Int32], classes asideClasses: [String]) {
+    private mutating func restore(lanes aside: [Int32], classes asideClasses: [Int32]) {
+        var touched = asideClasses
         for id in aside {
-            let lane = lanes[Int(id)].lane
-            if classes[lane.className] == nil { classes[lane.className] = classQueue() }
-            classes[lane.className]!.push(Head(lane: id, item: lanes[Int(id)].queue!.first!))
+            let classID = lanes[Int(id)].classID
+            let slot = Int(classID)
+            if classes[slot] == nil { classes[slot] = classQueue() }
+            classes[slot]!.push(Head(lane: id, item: lanes[Int(id)].queue!.first!))
             heapOperations += 1
+            touched.append(classID)
         }
-        for className in Set(aside.map { lanes[Int($0)].lane.className } + asideClasses) {
-            refreshTop(className)
+        // Each class once, in id order (a set's order was arbitrary and the result is the same).
+        touched.sort()
+        for (index, classID) in touched.enumerated() where index == 0 || touched[index - 1] != classID {
+            refreshTop(classID)
         }
     }
 

@@ -29,8 +29,15 @@ final class DoneIndex: Sendable {
     /// same URL is fetched) and the file opened again next time.
     func append(keys: [String], name: String, escaping: Bool = true) {
         guard !keys.isEmpty else { return }
-        let escaped = escaping ? FilingJournal.escaped(name) : name
-        let lines = Array(keys.map { $0 + " " + escaped + "\n" }.joined().utf8)
+        var tail: [UInt8] = [0x20]
+        if escaping { FilingJournal.appendEscaped(name, to: &tail) } else { tail += name.utf8 }
+        tail.append(0x0A)
+        var lines: [UInt8] = []
+        lines.reserveCapacity(keys.count * (tail.count + 33))
+        for key in keys {
+            lines += key.utf8
+            lines += tail
+        }
         file.withLock { file in
             do {
                 if file == nil { file = try open() }

@@ -39,7 +39,7 @@ final class FilingJournal: Sendable {
     /// line is lost (the record is missing from the view, as one put into done/ by hand) and the
     /// journal is opened again at the next filing.
     func append(name: String, outcome: Spool.Outcome) {
-        let line = Array(FilingJournal.line(nanoseconds: FilingJournal.now(), outcome: outcome, name: name).utf8)
+        let line = FilingJournal.lineBytes(nanoseconds: FilingJournal.now(), outcome: outcome, name: name)
         state.withLock { state in
             do {
                 if state.file == nil || state.size > FilingJournal.rotationSize { try open(&state) }
@@ -90,21 +90,48 @@ final class FilingJournal: Sendable {
 
     /// One line of the journal.
     static func line(nanoseconds: Int64, outcome: Spool.Outcome, name: String) -> String {
-        "\(nanoseconds) \(outcome == .done ? "d" : "f") \(escaped(name))\n"
+        String(decoding: lineBytes(nanoseconds: nanoseconds, outcome: outcome, name: name), as: UTF8.self)
+    }
+
+    /// One line of the journal as the bytes written, built in one array.
+    static func lineBytes(nanoseconds: Int64, outcome: Spool.Outcome, name: String) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(name.utf8.count + 24)
+        var digits = String(nanoseconds)
+        digits.withUTF8 { line.append(contentsOf: $0) }
+        line.append(0x20)
+        line.append(outcome == .done ? UInt8(ascii: "d") : UInt8(ascii: "f"))
+        line.append(0x20)
+        appendEscaped(name, to: &line)
+        line.append(0x0A)
+        return line
     }
 
     /// `%XX` for `%`, space, controls and DEL: a name holds any byte but `/` and NUL.
     static func escaped(_ name: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
-        for byte in name.utf8 {
-            if byte <= 0x20 || byte == 0x25 || byte == 0x7F {
-                out += [0x25, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-            } else {
-                out.append(byte)
+        appendEscaped(name, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `name` escaped as `escaped` does, appended to `out`; a name with nothing to escape is copied whole.
+    static func appendEscaped(_ name: String, to out: inout [UInt8]) {
+        var name = name
+        name.withUTF8 { bytes in
+            guard bytes.contains(where: needsEscape) else { return out.append(contentsOf: bytes) }
+            let hex = Array("0123456789ABCDEF".utf8)
+            for byte in bytes {
+                if needsEscape(byte) {
+                    out += [0x25, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                } else {
+                    out.append(byte)
+                }
             }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte <= 0x20 || byte == 0x25 || byte == 0x7F
     }
 
     /// The wall clock in nanoseconds (clock_gettime(2) CLOCK_REALTIME).

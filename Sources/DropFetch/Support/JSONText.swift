@@ -162,12 +162,16 @@ struct JSONText {
     /// A JSON string with `"`, `\` and control characters escaped.
     private mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Most values need no escape: copied whole.
-        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F }) {
-            append(value)
-            bytes.append(UInt8(ascii: "\""))
-            return
+        // Most values need no escape: scanned and copied whole from the string's storage.
+        var value = value
+        let copied = value.withUTF8 { utf8 in
+            if utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F }) {
+                return false
+            }
+            bytes.append(contentsOf: utf8)
+            return true
         }
+        if copied { return bytes.append(UInt8(ascii: "\"")) }
         func hex(_ digit: UInt8) -> UInt8 { digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
         for byte in value.utf8 {
             switch byte {

@@ -5,14 +5,21 @@ import Glibc
 final class Digest {
     private let context: OpaquePointer
 
+    // Each algorithm fetched once (EVP_MD_fetch(3)): EVP_sha256() and its kin make
+    // EVP_DigestInit_ex fetch the implementation anew on every digest. Immutable and shared by
+    // every thread, as OpenSSL allows; the legacy method stands in if a fetch fails.
+    nonisolated(unsafe) private static let sha256 = EVP_MD_fetch(nil, "SHA2-256", nil) ?? EVP_sha256()
+    nonisolated(unsafe) private static let sha512 = EVP_MD_fetch(nil, "SHA2-512", nil) ?? EVP_sha512()
+    nonisolated(unsafe) private static let md5 = EVP_MD_fetch(nil, "MD5", nil) ?? EVP_md5()
+
     init(_ algorithm: Checksum.Algorithm) {
         context = EVP_MD_CTX_new()
         let method: OpaquePointer? = switch algorithm {
-        case .sha256: EVP_sha256()
-        case .sha512: EVP_sha512()
-        case .md5: EVP_md5()
+        case .sha256: Digest.sha256
+        case .sha512: Digest.sha512
+        case .md5: Digest.md5
         }
-        EVP_DigestInit_ex(context, method, nil)
+        EVP_DigestInit_ex2(context, method, nil)
     }
 
     deinit { EVP_MD_CTX_free(context) }
@@ -22,19 +29,28 @@ final class Digest {
         EVP_DigestUpdate(context, base, buffer.count)
     }
 
-    /// The lower-case hex digest (EVP_DigestFinal_ex(3)); the digest cannot be updated afterwards.
-    func finalize() -> String {
-        var output = [UInt8](repeating: 0, count: 64)
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &output, &length)
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(Int(length) * 2)
-        for byte in output.prefix(Int(length)) {
-            hex.append(hexDigits[Int(byte >> 4)])
-            hex.append(hexDigits[Int(byte & 0x0F)])
+    /// The lower-case hex digest (EVP_DigestFinal_ex(3)), or its first `limit` bytes; the digest
+    /// cannot be updated afterwards.
+    func finalize(bytes limit: Int = Digest.maxSize) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Digest.maxSize) { output in
+            var length: UInt32 = 0
+            EVP_DigestFinal_ex(context, output.baseAddress, &length)
+            let count = min(Int(length), limit)
+            return String(unsafeUninitializedCapacity: count * 2) { hex in
+                for index in 0..<count {
+                    hex[2 * index] = Digest.hexDigit(output[index] >> 4)
+                    hex[2 * index + 1] = Digest.hexDigit(output[index] & 0x0F)
+                }
+                return count * 2
+            }
         }
-        return String(decoding: hex, as: UTF8.self)
+    }
+
+    /// EVP_MAX_MD_SIZE: the longest digest (SHA-512).
+    static let maxSize = 64
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 
     /// Feeds the first `length` bytes of an open file, used to rebuild the state when resuming.
