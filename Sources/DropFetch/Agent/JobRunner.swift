@@ -431,6 +431,8 @@ final class JobRunner: AgentPart {
         for transfer in table.removeAll() where removed.insert(ObjectIdentifier(transfer)).inserted {
             multi.remove(transfer.easy)
         }
+        hashing.removeAll()
+        context.receiveBudget.forgetPaused()
         scheduler = Scheduler(order: config.order)
         admission.reset()
     }

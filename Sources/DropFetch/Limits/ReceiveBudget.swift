@@ -33,6 +33,12 @@ final class ReceiveBudget {
         for (key, transfer) in resumed where current(key) === transfer { transfer.easy.resume() }
     }
 
+    /// Forgets the paused transfers without resuming them (a fenced agent drops its transfers): a
+    /// paused transfer holds this budget, so one kept here would keep itself and its `.part` open.
+    func forgetPaused() {
+        paused.removeAll()
+    }
+
     /// Asked by the write callback before it takes `bytes`: false pauses the transfer until the
     /// next turn (the bytes are delivered again then).
     func admit(_ transfer: Transfer, bytes: Int) -> Bool {
