@@ -64,13 +64,17 @@ final class WorkLease {
         let wakeup: FileDescriptor
         /// Wakes the thread from its wait between renewals (deinit).
         let stop: FileDescriptor
+        /// `work/<agent>/.lock`, looked at after each renewal where a lost lock can be seen (FUSE).
+        let lockPath: String?
         let ending = Atomic<Bool>(false)
         /// Set once a renewal went through after the fence broke.
         let answersAgain = Atomic<Bool>(false)
         let record: Locked<Record>
 
-        init(file: FileDescriptor, fence: Fence, lease: Int64, logger: Logger, record: Record) throws(SystemError) {
+        init(file: FileDescriptor, fence: Fence, lease: Int64, logger: Logger, record: Record,
+             lockPath: String?) throws(SystemError) {
             self.file = file
+            self.lockPath = lockPath
             self.fence = fence
             leaseNanoseconds = lease
             self.logger = logger
@@ -106,7 +110,9 @@ final class WorkLease {
         try file.write(bytes, at: 0)
         try file.syncData()
         let fence = Fence(epoch: record.epoch, validUntil: start + leaseMilliseconds * 1_000_000)
-        shared = try Shared(file: file, fence: fence, lease: leaseMilliseconds * 1_000_000, logger: logger, record: record)
+        let lockPath = folder + "/.lock"
+        shared = try Shared(file: file, fence: fence, lease: leaseMilliseconds * 1_000_000, logger: logger, record: record,
+                            lockPath: WorkLease.isFUSE(folder) ? lockPath : nil)
         let shared = self.shared
         thread = try WorkerThread.start("pthread_create (lease)", path: path) { WorkLease.renew(shared) }
     }
@@ -169,13 +175,34 @@ final class WorkLease {
                 }
                 continue
             }
-            if holds {
+            if holds, let lockPath = shared.lockPath, lockIsGone(lockPath) {
+                shared.fence.breakFence("the work folder's lock (\(lockPath)) was lost: the file system's server dropped it")
+                signal(shared.wakeup)
+            } else if holds {
                 if !shared.fence.renewed(startedAt: start, lease: shared.leaseNanoseconds) { signal(shared.wakeup) }
             } else if !shared.answersAgain.load(ordering: .acquiring) {
                 shared.answersAgain.store(true, ordering: .releasing)
                 signal(shared.wakeup)
             }
         }
+    }
+
+    /// Whether this agent's flock(2) on `path` is gone: a lock taken through a descriptor of its own
+    /// (another open file description, which a FUSE file system gives another lock owner, so that it
+    /// conflicts with the agent's while that is held) means the server dropped the agent's lock, as
+    /// GlusterFS does for a client it lost, never giving it back. The probe's lock goes with its
+    /// descriptor. Not asked where locks belong to the process (NFS: fcntl locks under flock).
+    private static func lockIsGone(_ path: String) -> Bool {
+        guard let probe = try? FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK) else { return false }
+        return (try? probe.tryLockExclusive()) == true
+    }
+
+    /// Whether `folder` is on a FUSE file system (statfs(2) `f_type` FUSE_SUPER_MAGIC): GlusterFS's
+    /// client, where a lock the server dropped can be seen by `lockIsGone`.
+    private static func isFUSE(_ folder: String) -> Bool {
+        var info = statfs()
+        guard statfs(folder, &info) == 0 else { return false }
+        return UInt64(truncatingIfNeeded: info.f_type) == 0x6573_5546
     }
 
     /// Whether `bytes` is a lease written by this process (by an earlier agent of it, or this one).
