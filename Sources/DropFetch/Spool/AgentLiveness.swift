@@ -45,11 +45,13 @@ enum AgentLiveness {
               let lease = WorkLease.Record.parse(file.bytes) else {
             return locked ? .running : .gone
         }
+        let here = !lease.boot.isEmpty && lease.boot == BootID.current && lease.pidNamespace == ProcessIdentity.pidNamespace()
+        // Its lock free and its process of this host gone (killed): gone, however fresh the lease.
+        if !locked, here, ProcessIdentity.isGone(pid: lease.pid, started: lease.started) { return .gone }
         let age = now - file.modified
         let allowed = (lease.leaseMilliseconds + LeaseWatch.margin(lease.leaseMilliseconds)) * 1_000_000
+        // Renewed in time: running, even with its lock lost (the lease is what counts).
         if age <= allowed { return .running }
-        if locked { return .fenced }
-        let here = !lease.boot.isEmpty && lease.boot == BootID.current && lease.pidNamespace == ProcessIdentity.pidNamespace()
-        return here && !ProcessIdentity.isGone(pid: lease.pid, started: lease.started) ? .fenced : .gone
+        return locked || here ? .fenced : .gone
     }
 }
