@@ -25,22 +25,13 @@ struct DistributedSplitTests {
         let scenario = try SplitScenario(count: 12, seed: 37_100)
         let fixture = scenario.fixture
         let logA = scenario.log("a"), logB = scenario.log("b")
-        let agentB = try AgentProcess(["run"], config: try scenario.config(agent: "b", view: 1, lease: "3s"), log: logB, in: fixture)
-        let agentA = try AgentProcess(["run"], config: try scenario.config(agent: "a", view: 2, lease: "3s"), log: logA, in: fixture)
-        try agentB.start()
-        try #require(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/b") }, "\(MultiAgentTests.text(logB))")
-        try agentA.start()
+        let (agentA, agentB) = try scenario.startDaemons(lease: "3s")
         defer {
             try? NetworkSplit.heal()
             agentA.kill()
             agentB.kill()
         }
-        var running: [String] = []
-        _ = try waitUntil(timeout: .seconds(30)) {
-            running = scenario.running(agent: "a", left: 1 << 20)
-            return running.count >= 2 || !agentA.isRunning
-        }
-        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
+        let running = try scenario.twoRunning(on: agentA, log: logA)
 
         try NetworkSplit.cut()
         let cut = ContinuousClock.now, cutDate = Date()
@@ -81,22 +72,13 @@ struct DistributedSplitTests {
         let scenario = try SplitScenario(count: 12, seed: 37_200)
         let fixture = scenario.fixture
         let logA = scenario.log("a"), logB = scenario.log("b")
-        let agentB = try AgentProcess(["run"], config: try scenario.config(agent: "b", view: 1, lease: "10s"), log: logB, in: fixture)
-        let agentA = try AgentProcess(["run"], config: try scenario.config(agent: "a", view: 2, lease: "10s"), log: logA, in: fixture)
-        try agentB.start()
-        try #require(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/b") }, "\(MultiAgentTests.text(logB))")
-        try agentA.start()
+        let (agentA, agentB) = try scenario.startDaemons(lease: "10s")
         defer {
             try? NetworkSplit.heal()
             agentA.kill()
             agentB.kill()
         }
-        var running: [String] = []
-        _ = try waitUntil(timeout: .seconds(30)) {
-            running = scenario.running(agent: "a", left: 1 << 20)
-            return running.count >= 2 || !agentA.isRunning
-        }
-        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(logA))")
+        let running = try scenario.twoRunning(on: agentA, log: logA)
 
         try NetworkSplit.cut()
         let cut = ContinuousClock.now
@@ -143,12 +125,7 @@ struct DistributedSplitTests {
             try? NetworkSplit.heal()
             agentA.kill()
         }
-        var running: [String] = []
-        _ = try waitUntil(timeout: .seconds(30)) {
-            running = scenario.running(agent: "a", left: 1 << 20)
-            return running.count >= 2 || !agentA.isRunning
-        }
-        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(errorsA))")
+        let running = try scenario.twoRunning(on: agentA, log: errorsA)
 
         try NetworkSplit.cut()
         let cut = ContinuousClock.now, cutDate = Date()

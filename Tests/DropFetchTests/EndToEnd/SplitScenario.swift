@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// One spool on the volume of `NetworkSplit` with slow jobs, for the split tests: agent a reaches
 /// it through mount c (view 2, the one that is cut off), agent b through mount b (view 1), and
@@ -70,6 +71,30 @@ final class SplitScenario {
                   Self.bodySize - Int(bytes) >= left else { return nil }
             return state["job"] as? String ?? String(name.dropLast(".state.json".count)) + ".url"
         }.sorted()
+    }
+
+    /// Starts daemon b (mount b), then, once b's work folder is there, daemon a (mount c): both
+    /// under `lease`. The caller stops them (and heals) in its own `defer`.
+    func startDaemons(lease: String) throws -> (a: AgentProcess, b: AgentProcess) {
+        let agentB = try AgentProcess(["run"], config: try config(agent: "b", view: 1, lease: lease), log: log("b"), in: fixture)
+        let agentA = try AgentProcess(["run"], config: try config(agent: "a", view: 2, lease: lease), log: log("a"), in: fixture)
+        try agentB.start()
+        try #require(try waitUntil { FileManager.default.fileExists(atPath: fixture.spool + "/work/b") },
+                     "\(MultiAgentTests.text(log("b")))")
+        try agentA.start()
+        return (agentA, agentB)
+    }
+
+    /// The jobs agent a runs with at least 1 MiB still to come, once there are two (within 30 s);
+    /// fails the test, showing `log`, when a does not get there.
+    func twoRunning(on agentA: AgentProcess, log: String) throws -> [String] {
+        var running: [String] = []
+        _ = try waitUntil(timeout: .seconds(30)) {
+            running = self.running(agent: "a", left: 1 << 20)
+            return running.count >= 2 || !agentA.isRunning
+        }
+        try #require(running.count >= 2, "agent a does not run two transfers: \(MultiAgentTests.text(log))")
+        return running
     }
 
     /// How many jobs are filed (done/ and failed/).
