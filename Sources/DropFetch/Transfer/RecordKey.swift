@@ -11,27 +11,39 @@ struct RecordKey: Sendable, Equatable {
     static let fileName = "record-key"
     static let length = 32
     let bytes: [UInt8]
-    /// The key padded to SHA-256's block and xored with RFC 2104's ipad and opad, made once.
-    private let innerPad: [UInt8]
-    private let outerPad: [UInt8]
+    /// SHA-256 states with the key padded to a block and xored with RFC 2104's ipad and opad
+    /// absorbed, made once: a seal copies them (`dfl_hmac_sha256_seal`).
+    private let inner: SHA256_CTX
+    private let outer: SHA256_CTX
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
         // A key longer than a block is hashed first (RFC 2104, 2); the agent's are 32 bytes.
         let block = bytes.count > 64 ? RecordKey.sha256([bytes]) : bytes
         let padded = block + [UInt8](repeating: 0, count: 64 - block.count)
-        innerPad = padded.map { $0 ^ 0x36 }
-        outerPad = padded.map { $0 ^ 0x5c }
+        var inner = SHA256_CTX()
+        var outer = SHA256_CTX()
+        dfl_sha256_absorbed(padded.map { $0 ^ 0x36 }, 64, &inner)
+        dfl_sha256_absorbed(padded.map { $0 ^ 0x5c }, 64, &outer)
+        self.inner = inner
+        self.outer = outer
     }
 
     static func == (lhs: RecordKey, rhs: RecordKey) -> Bool { lhs.bytes == rhs.bytes }
 
-    /// The HMAC-SHA256 of `message` under this key (RFC 2104), as two SHA-256 digests over the
-    /// fetched implementation (`RecordKey.method`): HMAC(3) fetches its digest and MAC anew on
-    /// each call, which cost a small job more than its whole status file.
+    /// The HMAC-SHA256 of `message` under this key (RFC 2104), from the states made at init:
+    /// HMAC(3) fetches its digest and MAC anew on each call, which cost a small job more than its
+    /// whole status file.
     func seal(_ message: [UInt8]) -> [UInt8] {
-        let inner = RecordKey.sha256([innerPad, message])
-        return RecordKey.sha256([outerPad, inner])
+        var mac = [UInt8](repeating: 0, count: 32)
+        withUnsafePointer(to: inner) { inner in
+            withUnsafePointer(to: outer) { outer in
+                message.withUnsafeBufferPointer { bytes in
+                    mac.withUnsafeMutableBufferPointer { dfl_hmac_sha256_seal(inner, outer, bytes.baseAddress, bytes.count, $0.baseAddress) }
+                }
+            }
+        }
+        return mac
     }
 
     /// SHA-256 fetched once (EVP_MD_fetch(3)): immutable and shared by every thread, as OpenSSL allows.
