@@ -60,14 +60,14 @@ enum FileSystem {
     /// A crash between the two calls leaves the file under both names with st_nlink 2: recovery
     /// finishes the move (`Spool.completeInterruptedMoves`).
     static func moveNoReplace(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
-                              describing source: String, _ target: String) throws(SystemError) {
-        let renamed = try retryingEINTR("rename", source, tolerating: EINVAL, ENOSYS) {
+                              describing source: @autoclosure () -> String, _ target: @autoclosure () -> String) throws(SystemError) {
+        let renamed = try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
             dfl_rename_noreplace(fromFolder, from, toFolder, to)
         }
         if renamed != nil { return }
-        _ = try retryingEINTR("link", target) { linkat(fromFolder, from, toFolder, to, 0) }
+        _ = try retryingEINTR("link", target()) { linkat(fromFolder, from, toFolder, to, 0) }
         do {
-            _ = try retryingEINTR("rename (link and unlink)", source) { unlinkat(fromFolder, from, 0) }
+            _ = try retryingEINTR("rename (link and unlink)", source()) { unlinkat(fromFolder, from, 0) }
         } catch {
             _ = unlinkat(toFolder, to, 0)
             throw error
@@ -92,16 +92,16 @@ enum FileSystem {
     /// `moveIntoPrivateFolder` relative to two folder descriptors (renameat2(2), else fstatat(2)
     /// then renameat(2)): the names are single components, never resolved through a symlink.
     static func moveIntoPrivateFolder(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
-                                      describing source: String, _ target: String) throws(SystemError) {
-        let renamed = try retryingEINTR("rename", source, tolerating: EINVAL, ENOSYS) {
+                                      describing source: @autoclosure () -> String, _ target: @autoclosure () -> String) throws(SystemError) {
+        let renamed = try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
             dfl_rename_noreplace(fromFolder, from, toFolder, to)
         }
         if renamed != nil { return }
         var info = stat()
         if fstatat(toFolder, to, &info, AT_SYMLINK_NOFOLLOW) == 0 {
-            throw SystemError(code: EEXIST, operation: "rename", path: target)
+            throw SystemError(code: EEXIST, operation: "rename", path: target())
         }
-        _ = try retryingEINTR("rename", source) { renameat(fromFolder, from, toFolder, to) }
+        _ = try retryingEINTR("rename", source()) { renameat(fromFolder, from, toFolder, to) }
     }
 
     static func unlink(_ path: String) throws(SystemError) {

@@ -27,17 +27,18 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Runs a system call, retrying on EINTR, and turns -1 into a `SystemError`.
+/// Runs a system call, retrying on EINTR, and turns -1 into a `SystemError`. The path is built
+/// only for an error: joining it on every call cost a small job more than its stat(2)s.
 @inline(__always)
 func retryingEINTR<T: BinaryInteger>(
-    _ operation: String, _ path: String? = nil, _ call: () -> T
+    _ operation: String, _ path: @autoclosure () -> String? = nil, _ call: () -> T
 ) throws(SystemError) -> T {
     while true {
         let result = call()
         if result != -1 { return result }
         let code = dfl_errno()
         if code == EINTR { continue }
-        throw SystemError(code: code, operation: operation, path: path)
+        throw SystemError(code: code, operation: operation, path: path())
     }
 }
 
@@ -45,14 +46,29 @@ func retryingEINTR<T: BinaryInteger>(
 /// for "nothing there"): those return nil.
 @inline(__always)
 func retryingEINTR<T: BinaryInteger>(
-    _ operation: String, _ path: String?, tolerating tolerated: Int32..., call: () -> T
+    _ operation: String, _ path: @autoclosure () -> String?, tolerating tolerated: Int32, call: () -> T
 ) throws(SystemError) -> T? {
     while true {
         let result = call()
         if result != -1 { return result }
         let code = dfl_errno()
         if code == EINTR { continue }
-        if tolerated.contains(code) { return nil }
-        throw SystemError(code: code, operation: operation, path: path)
+        if code == tolerated { return nil }
+        throw SystemError(code: code, operation: operation, path: path())
+    }
+}
+
+/// The same with two answers (a variadic list would allocate an array on every call).
+@inline(__always)
+func retryingEINTR<T: BinaryInteger>(
+    _ operation: String, _ path: @autoclosure () -> String?, tolerating first: Int32, _ second: Int32, call: () -> T
+) throws(SystemError) -> T? {
+    while true {
+        let result = call()
+        if result != -1 { return result }
+        let code = dfl_errno()
+        if code == EINTR { continue }
+        if code == first || code == second { return nil }
+        throw SystemError(code: code, operation: operation, path: path())
     }
 }
