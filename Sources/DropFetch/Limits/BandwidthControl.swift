@@ -131,20 +131,25 @@ final class BandwidthControl: AgentPart {
     /// or ended, the budget is emptied, and nothing is divided. False, having changed nothing, when
     /// a transfer that started has a `max-download-limit` of its own.
     private func meterUnlimited() -> Bool {
+        var started = false
         for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
             if let limit = table.job(unit.job)?.spec.downloads[unit.download].maxDownloadLimit, limit > 0 { return false }
+            started = true
         }
         if !bandwidth.isEmpty { bandwidth = BandwidthBudget() }
-        let now = clock.now()
-        for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
-            transferMeter.forget(transfer.easy.key)
-            transferMeter.track(transfer.easy.key, transfer, className: table.job(unit.job)?.record.className ?? "default",
-                                now: now)
+        // With every running transfer metered, more keys than transfers means some ended.
+        guard started || transferMeter.count > table.runningCount else { return true }
+        if started {
+            let now = clock.now()
+            for (transfer, unit) in table.allTransfers where !transferMeter.isTracking(transfer.easy.key, transfer) {
+                transferMeter.forget(transfer.easy.key)
+                transferMeter.track(transfer.easy.key, transfer, className: table.job(unit.job)?.record.className ?? "default",
+                                    now: now)
+            }
         }
         // Every running transfer is metered now: more keys than transfers means some ended.
         if transferMeter.count > table.runningCount {
-            let running = Set(table.allTransfers.map { $0.transfer.easy.key })
-            for key in transferMeter.keys where !running.contains(key) { transferMeter.forget(key) }
+            for key in transferMeter.keys where table.transfers(ofKey: key) == nil { transferMeter.forget(key) }
         }
         context.metrics?.bytesByClass = transferMeter.bytesByClass
         return true
