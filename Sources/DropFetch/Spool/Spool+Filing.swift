@@ -108,13 +108,16 @@ extension Spool {
 
     /// Remembers the next free record number after a filing, so that the next job of that name
     /// does not probe the numbers again.
+    /// A name filed for the first time (next number 1) is not kept: its next filing looks name 0
+    /// up either way, and keeping every name filed grew a table by a job for ever.
     func noteFiled(_ filed: Filed) {
+        guard filed.nextNumber > 1 || (!nextRecordNumber.isEmpty && nextRecordNumber[filed.key] != nil) else { return }
         nextRecordNumber[filed.key] = max(nextRecordNumber[filed.key] ?? 0, filed.nextNumber)
     }
 
     /// The record number a filing of `job` into `folder` starts probing at, if known.
     func knownFreeRecordNumber(for job: String, in folder: String) -> Int? {
-        nextRecordNumber[folder + "/" + job]
+        nextRecordNumber.isEmpty ? nil : nextRecordNumber[folder + "/" + job]
     }
 
     /// Removes a staged status that was not filed.

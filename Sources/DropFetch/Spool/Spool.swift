@@ -7,7 +7,11 @@ final class Spool {
         /// Path relative to the inbox, e.g. `urgent/x.url`.
         var relativePath: String
         /// The subfolder (routing key), empty at the top level.
-        var folder: String { FileSystem.directoryName(of: relativePath) == "." ? "" : FileSystem.directoryName(of: relativePath) }
+        var folder: String {
+            guard relativePath.utf8.contains(UInt8(ascii: "/")) else { return "" }
+            let directory = FileSystem.directoryName(of: relativePath)
+            return directory == "." ? "" : directory
+        }
         var name: String { FileSystem.baseName(of: relativePath) }
         /// Modification time in nanoseconds, for start-up arrival order.
         var modified: Int64
