@@ -20,20 +20,25 @@ extension JobFileParser {
         }) {
             return false
         }
-        let bytes = Array(url.utf8)
+        var url = url
+        return url.withUTF8 { isWellFormedURL(bytes: $0) }
+    }
+
+    /// `isWellFormedURL` on the URL's bytes, control characters and white space already refused.
+    private static func isWellFormedURL(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = bytes.first, isASCIILetter(first) else { return false }
         var index = 1
         while index < bytes.count, isSchemeByte(bytes[index]) { index += 1 }
         guard bytes[index...].starts(with: "://".utf8) else { return false }
         let start = index + 3
         // RFC 8089 file URLs have an empty authority; the agent refuses them as unsupported_protocol.
-        if String(decoding: bytes[..<index], as: UTF8.self).lowercased() == "file" { return true }
+        if index == 4, zip(bytes, "file".utf8).allSatisfy({ $0 | 0x20 == $1 }) { return true }
         let end = bytes[start...].firstIndex {
             $0 == ASCII.slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
         } ?? bytes.count
         var hostPort = bytes[start..<end]
         if let at = hostPort.lastIndex(of: UInt8(ascii: "@")) { hostPort = hostPort[(at + 1)...] }
-        let port: ArraySlice<UInt8>
+        let port: Slice<UnsafeBufferPointer<UInt8>>
         if hostPort.first == ASCII.leftBracket {
             guard let close = hostPort.firstIndex(of: ASCII.rightBracket), close > hostPort.startIndex + 1 else {
                 return false

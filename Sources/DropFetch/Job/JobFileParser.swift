@@ -60,7 +60,9 @@ public enum JobFileParser {
             if line.bytes.contains(ASCII.carriageReturn) {
                 throw JobFileError(line: line.number, message: "carriage return not followed by a line feed")
             }
-            if !String(decoding: line.bytes, as: UTF8.self).utf8.elementsEqual(line.bytes) {
+            // ASCII is valid UTF-8 as it is; only a line with other bytes is decoded to be checked.
+            if !line.bytes.allSatisfy({ $0 < 0x80 }),
+               !String(decoding: line.bytes, as: UTF8.self).utf8.elementsEqual(line.bytes) {
                 throw JobFileError(line: line.number, message: "not valid UTF-8")
             }
             lines.append(line)
