@@ -10,6 +10,8 @@ public enum Redaction {
     /// without `://` (a malformed URL quoted in an error) loses everything from the last `/` before its
     /// last `@` up to that `@`, as long as that `@` comes before any `?` or `#`.
     public static func url(_ s: String) -> String {
+        // Nothing to hide without an `@` (most URLs): the string is kept without a copy.
+        guard s.utf8.contains(UInt8(ascii: "@")) else { return s }
         let bytes = Array(s.utf8)
         let slash = UInt8(ascii: "/")
         let at = UInt8(ascii: "@")
