@@ -91,7 +91,7 @@ final class JobIntake: AgentPart {
         let className = hints.className
         let host = hints.host
         var arrivalTime = arrival
-        if releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path)?.submitted {
+        if !releasedStates.isEmpty, releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path)?.submitted {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()
@@ -140,7 +140,7 @@ final class JobIntake: AgentPart {
         guard let candidate = inbox.candidate(entry.unit.job) else { return }
         let known = inbox.keptContents(of: candidate.path)
         inbox.remove(id: entry.unit.job)
-        let released = releasedStates.remove(Spool.releasedStatePath(forJob: candidate.path)) != nil
+        let released = !releasedStates.isEmpty && releasedStates.remove(Spool.releasedStatePath(forJob: candidate.path)) != nil
         let claim = JobClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
                              limit: config.limits.maxJobFileSize, adoptsReleasedState: released, known: known,
                              naming: runner.names.claimNaming())

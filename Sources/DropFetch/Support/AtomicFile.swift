@@ -8,8 +8,16 @@ enum AtomicFile {
 
     /// The hidden temp name beside `path`.
     static func tempPath(for path: String) -> String {
-        FileSystem.directoryName(of: path) + "/." + FileSystem.baseName(of: path) + ".\(processID).tmp"
+        var temp = FileSystem.directoryName(of: path)
+        temp.reserveCapacity(path.utf8.count + 16)
+        temp += "/."
+        temp += FileSystem.baseName(of: path)
+        temp += suffix
+        return temp
     }
+
+    /// `.<pid>.tmp`, made once.
+    private static let suffix = ".\(processID).tmp"
 
     /// `temp` names the temp file for a writer that must find it again after a crash (default:
     /// `tempPath(for: path)`).
