@@ -139,19 +139,9 @@ struct JSONText {
     }
 
     private mutating func newline() {
-        guard depth < JSONText.indents.count else {
-            bytes.append(UInt8(ascii: "\n"))
-            for _ in 0..<depth * 2 { bytes.append(UInt8(ascii: " ")) }
-            return
-        }
-        bytes.append(contentsOf: JSONText.indents[depth])
+        bytes.append(UInt8(ascii: "\n"))
+        for _ in 0..<depth * 2 { bytes.append(UInt8(ascii: " ")) }
     }
-
-    /// A newline and the indent of each depth a status file reaches, each copied in one append
-    /// (byte by byte they were half the cost of a status record).
-    private static let indents: [[UInt8]] = (0..<6).map { [0x0A] + [UInt8](repeating: 0x20, count: $0 * 2) }
-    /// What ends a member's key.
-    private static let keyEnd: [UInt8] = Array("\": ".utf8)
 
     /// Comma, newline and indent before a member, then `"key": ` inside objects.
     private mutating func prefix(_ key: String?) {
@@ -163,7 +153,9 @@ struct JSONText {
             // Keys are the writer's own literals: nothing in them needs escaping.
             bytes.append(UInt8(ascii: "\""))
             append(key)
-            bytes.append(contentsOf: JSONText.keyEnd)
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(UInt8(ascii: " "))
         }
     }
 
