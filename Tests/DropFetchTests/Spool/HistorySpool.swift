@@ -9,7 +9,9 @@ final class HistorySpool {
     var config: Config
     /// Records filed so far by `file`.
     private var filed = 0
-    /// When the spool was made (Unix seconds): filed records are stamped from a second later on.
+    /// When the spool was made (Unix seconds): filed records are stamped from a second later on, and
+    /// their `finished` times count back from it, so that records put a second apart in age stay
+    /// in that order however slowly the test runs.
     private let started = Int(Date().timeIntervalSince1970)
 
     init() throws {
@@ -31,8 +33,8 @@ final class HistorySpool {
         let source = root + "/work/a/" + name
         try "https://h.example/\(name)\n".write(toFile: source, atomically: false, encoding: .utf8)
         var record = StatusRecord(job: name, state: outcome == .done ? .done : .failed, className: "default", priority: 0,
-                                  agent: "a", submitted: Timestamp.format(seconds: Int64(Date().timeIntervalSince1970) - age))
-        record.finished = Timestamp.format(seconds: Int64(Date().timeIntervalSince1970) - age)
+                                  agent: "a", submitted: Timestamp.format(seconds: Int64(started) - age))
+        record.finished = Timestamp.format(seconds: Int64(started) - age)
         let path = try spool.file(path: source, as: outcome, status: record)
         // File systems stamp files by a clock tick (about 4 ms): records filed within one tick
         // would have one modification time, and the scan no order among them. Each gets its own,
@@ -49,7 +51,7 @@ final class HistorySpool {
     func put(_ name: String, in folder: String, age: Int64, status: String? = nil) throws {
         var record = StatusRecord(job: name, state: folder == "done" ? .done : .failed, className: "default", priority: 0,
                                   agent: "a", submitted: "")
-        record.finished = Timestamp.format(seconds: Int64(Date().timeIntervalSince1970) - age)
+        record.finished = Timestamp.format(seconds: Int64(started) - age)
         try "https://h.example/\(name)\n".write(toFile: root + "/\(folder)/\(name)", atomically: false, encoding: .utf8)
         let text = status ?? String(decoding: record.encoded(), as: UTF8.self)
         try text.write(toFile: root + "/\(folder)/" + Spool.statusName(forJob: name), atomically: false, encoding: .utf8)
