@@ -11,8 +11,8 @@ public enum Redaction {
     /// last `@` up to that `@`, as long as that `@` comes before any `?` or `#`.
     public static func url(_ s: String) -> String {
         // Nothing to hide without an `@` (most URLs): the string is kept without a copy.
-        var text = s
-        guard text.withUTF8({ $0.contains(UInt8(ascii: "@")) }) else { return s }
+        var storage = s
+        guard storage.withUTF8({ $0.contains(UInt8(ascii: "@")) }) else { return s }
         let bytes = Array(s.utf8)
         let slash = UInt8(ascii: "/")
         let at = UInt8(ascii: "@")
