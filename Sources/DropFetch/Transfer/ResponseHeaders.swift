@@ -6,10 +6,11 @@ struct ResponseHeaders: Sendable {
 
     /// The headers the agent reads (lower case); the others are skipped without a string made
     /// for them (a small job's response carries about ten).
-    private static let kept: [[UInt8]] = [
+    private static let names = [
         "content-range", "content-length", "etag", "last-modified", "accept-ranges", "date",
         "content-disposition", "location",
-    ].map { Array($0.utf8) }
+    ]
+    private static let kept: [[UInt8]] = names.map { Array($0.utf8) }
 
     init() {}
 
@@ -59,23 +60,32 @@ struct ResponseHeaders: Sendable {
 
     /// The value of header `name` (lower case), when it is one the agent reads and it came.
     subscript(name: String) -> String? {
-        guard !values.isEmpty, let position = ResponseHeaders.kept.firstIndex(where: { $0.elementsEqual(name.utf8) }) else {
+        // String == (short names compare as two words), not a walk of `name.utf8`: a few lookups a job.
+        guard !values.isEmpty, let position = ResponseHeaders.names.firstIndex(of: name) else {
             return nil
         }
         return values[position]
     }
 
+    /// 301, 302, 303, 307 or 308 (RFC 9110 §15.4), without an array made to ask.
+    static func isRedirect(_ status: Int) -> Bool {
+        switch status {
+        case 301, 302, 303, 307, 308: true
+        default: false
+        }
+    }
+
     /// False for interim (1xx) responses and redirects that libcurl will follow.
     func isFinal(following: Bool) -> Bool {
         if (100...199).contains(status) { return false }
-        if following, [301, 302, 303, 307, 308].contains(status), self["location"] != nil { return false }
+        if following, ResponseHeaders.isRedirect(status), self["location"] != nil { return false }
         return true
     }
 
     /// The `Location` of a redirect (301, 302, 303, 307, 308), which the agent follows itself;
     /// nil for any other answer and for an empty `Location` (which libcurl ignores too).
     var redirectLocation: String? {
-        guard [301, 302, 303, 307, 308].contains(status), let location = self["location"], !location.isEmpty else { return nil }
+        guard ResponseHeaders.isRedirect(status), let location = self["location"], !location.isEmpty else { return nil }
         return location
     }
 

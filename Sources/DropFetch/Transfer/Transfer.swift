@@ -186,12 +186,14 @@ final class Transfer {
     /// CURLOPT_HEADERFUNCTION: collects one response's headers and decides at its blank line.
     /// FTP server replies come here too; they are not HTTP and are left to libcurl.
     fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
-        if line.starts(with: "HTTP/".utf8) {
+        // Bytes compared as bytes: the generic walk of a literal's `utf8` cost more than the line.
+        if line.count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+           line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
             response = ResponseHeaders(statusLine: line)
             return true
         }
         if response.status == 0 { return true }
-        if line.elementsEqual("\r\n".utf8) || line.elementsEqual("\n".utf8) {
+        if (line.count == 2 && line[0] == 0x0D && line[1] == 0x0A) || (line.count == 1 && line[0] == 0x0A) {
             guard response.isFinal(following: false) else { return true }
             if let location = response.redirectLocation {
                 // Through a proxy under block_private_addresses, the hop's target is checked here.
