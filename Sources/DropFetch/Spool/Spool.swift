@@ -8,7 +8,6 @@ final class Spool {
         var relativePath: String
         /// The subfolder (routing key), empty at the top level.
         var folder: String {
-            guard relativePath.utf8.contains(UInt8(ascii: "/")) else { return "" }
             let directory = FileSystem.directoryName(of: relativePath)
             return directory == "." ? "" : directory
         }
