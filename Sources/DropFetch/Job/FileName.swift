@@ -11,6 +11,14 @@ public enum FileName {
 
     /// Returns nil when `name` is a valid `out=` name, otherwise what is wrong with it.
     public static func validate(_ name: String) -> String? {
+        // Printable ASCII without '/' and not starting with '.' (nearly every name) passes every
+        // check below: one pass over the string's storage instead of six over its generic views.
+        var copy = name
+        let plain = copy.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count <= maxBytes && bytes[0] != UInt8(ascii: ".")
+                && bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }
+        }
+        if plain { return nil }
         if name.isEmpty { return "is empty" }
         if name == "." || name == ".." { return "may not be '.' or '..'" }
         if name.utf8.contains(UInt8(ascii: "/")) { return "contains '/'" }
