@@ -190,7 +190,7 @@ final class JobRunner: AgentPart {
         }
         let transfer: Transfer
         do {
-            transfer = try Transfer(request, part: part, crashPlan: crashPlan)
+            transfer = try Transfer(request, part: part, crashPlan: crashPlan, handles: multi)
             transfer.receiveBudget = context.receiveBudget
             try multi.add(transfer.easy)
         } catch {

@@ -27,6 +27,20 @@ final class CurlEasy {
         errorBuffer.deallocate()
     }
 
+    /// In a multi handle: added (curl_multi_add_handle(3)) and not removed since. Such a handle
+    /// is never reset for another transfer (`CurlMulti.recycle`).
+    var isAttached = false
+
+    /// Back to the state of a new handle for the next transfer (curl_easy_reset(3)): every option
+    /// to its default, the lists set on it freed; libcurl's caches (DNS, TLS sessions) stay.
+    func reset() {
+        curl_easy_reset(handle)
+        headerList = nil
+        connectToList = nil
+        errorBuffer[0] = 0
+        _ = dfc_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
+    }
+
     var key: Int { Int(bitPattern: handle) }
 
     /// The detail libcurl left in the error buffer for the last failure, if any.

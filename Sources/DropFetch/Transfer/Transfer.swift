@@ -22,7 +22,10 @@ final class Transfer {
     private(set) var request: TransferRequest
     /// The protocol family of the job's URL, which decides how it resumes.
     let kind: TransferProtocol
-    let easy: CurlEasy
+    private(set) var easy: CurlEasy
+    /// Where `easy` goes when this transfer is gone, for the next one (`CurlMulti.recycle`);
+    /// nil: it is cleaned up with the transfer.
+    private weak var handles: CurlMulti?
     /// The `.part` this download owns; it outlives the transfer between attempts.
     let part: PartFile
     var state = State.awaitingResponse
@@ -81,7 +84,7 @@ final class Transfer {
 
     /// Prepares the request for the data `part` still lacks; does not start it. Data that no
     /// validator can vouch for, or that the record does not count as durable, is cut off first.
-    init(_ request: TransferRequest, part: PartFile, crashPlan: CrashPlan? = nil) throws {
+    init(_ request: TransferRequest, part: PartFile, crashPlan: CrashPlan? = nil, handles: CurlMulti? = nil) throws {
         self.request = request
         self.part = part
         self.crashPlan = crashPlan
@@ -89,8 +92,14 @@ final class Transfer {
         requestedOffset = try part.resumableBytes(over: kind)
         total = requestedOffset > 0 ? part.record.size : nil
         segment = nil
-        easy = try CurlEasy()
+        easy = try handles?.makeEasy() ?? CurlEasy()
+        self.handles = handles
         try configure()
+    }
+
+    deinit {
+        // Only a handle nothing else holds is reset for another transfer.
+        if let handles, isKnownUniquelyReferenced(&easy) { handles.recycle(easy) }
     }
 
     /// Prepares the request of one segment of `part` (HTTP only): `Range` and `If-Range` of
