@@ -21,3 +21,12 @@ static inline void dfl_hmac_sha256_seal(const SHA256_CTX *inner, const SHA256_CT
     SHA256_Update(&state, digest, sizeof digest);
     SHA256_Final(mac, &state);
 }
+
+/* SHA-256 of one buffer on a context on the stack: no EVP context allocated and no algorithm
+   fetched (OpenSSL 3's SHA256(3) does both, through EVP_Digest), for the done index's URL keys. */
+static inline void dfl_sha256(const unsigned char *data, size_t length, unsigned char *digest) {
+    SHA256_CTX state;
+    SHA256_Init(&state);
+    SHA256_Update(&state, data, length);
+    SHA256_Final(digest, &state);
+}

@@ -15,14 +15,11 @@ enum URLKey {
 
     /// The key of `url` in the done index: 32 lower-case hex digits of SHA-256(normalized URL).
     static func key(_ url: String) -> String {
-        let digest = Digest(.sha256)
         if let bytes = normalizedBytes(url) {
-            bytes.withUnsafeBytes { digest.update($0) }
-        } else {
-            var text = url
-            text.withUTF8 { digest.update(UnsafeRawBufferPointer($0)) }
+            return bytes.withUnsafeBytes { Digest.sha256Hex($0, bytes: 16) }
         }
-        return digest.finalize(bytes: 16)
+        var text = url
+        return text.withUTF8 { Digest.sha256Hex(UnsafeRawBufferPointer($0), bytes: 16) }
     }
 
     /// The normalized URL's bytes, built in one array; nil for a string that is no `scheme://authority…` URL.

@@ -35,14 +35,27 @@ final class Digest {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Digest.maxSize) { output in
             var length: UInt32 = 0
             EVP_DigestFinal_ex(context, output.baseAddress, &length)
-            let count = min(Int(length), limit)
-            return String(unsafeUninitializedCapacity: count * 2) { hex in
-                for index in 0..<count {
-                    hex[2 * index] = Digest.hexDigit(output[index] >> 4)
-                    hex[2 * index + 1] = Digest.hexDigit(output[index] & 0x0F)
-                }
-                return count * 2
+            return Digest.hex(UnsafeBufferPointer(output), count: min(Int(length), limit))
+        }
+    }
+
+    /// The lower-case hex SHA-256 of `buffer` in one call (`dfl_sha256`: no EVP context made), or its
+    /// first `limit` bytes: the done index keys a URL so for every job filed into done/.
+    static func sha256Hex(_ buffer: UnsafeRawBufferPointer, bytes limit: Int = 32) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { output in
+            dfl_sha256(buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), buffer.count, output.baseAddress)
+            return hex(UnsafeBufferPointer(output), count: min(32, limit))
+        }
+    }
+
+    /// The first `count` bytes of `digest` as lower-case hex.
+    private static func hex(_ digest: UnsafeBufferPointer<UInt8>, count: Int) -> String {
+        String(unsafeUninitializedCapacity: count * 2) { hex in
+            for index in 0..<count {
+                hex[2 * index] = Digest.hexDigit(digest[index] >> 4)
+                hex[2 * index + 1] = Digest.hexDigit(digest[index] & 0x0F)
             }
+            return count * 2
         }
     }
 
