@@ -22,8 +22,17 @@ enum OwnerMark {
 
     /// The mark of `owner` for the file with inode `part`.
     static func value(for owner: PartOwner, part: UInt64, key: RecordKey) -> [UInt8] {
-        let seal = key.seal(message(job: Array(owner.job.utf8), claim: owner.claim, part: part)).prefix(sealLength)
-        return [version] + littleEndian(owner.claim) + seal + Array(owner.job.utf8)
+        var job = owner.job
+        return job.withUTF8 { job in
+            let seal = key.seal(message(job: job, claim: owner.claim, part: part))
+            var value: [UInt8] = []
+            value.reserveCapacity(headerLength + job.count)
+            value.append(version)
+            appendLittleEndian(owner.claim, to: &value)
+            value.append(contentsOf: seal.prefix(sealLength))
+            value.append(contentsOf: job)
+            return value
+        }
     }
 
     /// The owner `value` names if its seal verifies for the file with inode `part` under `key`
@@ -59,11 +68,20 @@ enum OwnerMark {
         [ENOTSUP, EOPNOTSUPP, EPERM, EACCES].contains(error.code)
     }
 
-    private static func message(job: [UInt8], claim: UInt64, part: UInt64) -> [UInt8] {
-        Array("dropfetch owner mark".utf8) + [0, version] + littleEndian(claim) + littleEndian(part) + job
+    /// What the seal covers, built in one array (a mark is made for every new `.part`).
+    private static func message<Job: Collection<UInt8>>(job: Job, claim: UInt64, part: UInt64) -> [UInt8] {
+        var message: [UInt8] = []
+        message.reserveCapacity(messagePrefix.count + 16 + job.count)
+        message.append(contentsOf: messagePrefix)
+        appendLittleEndian(claim, to: &message)
+        appendLittleEndian(part, to: &message)
+        message.append(contentsOf: job)
+        return message
     }
 
-    private static func littleEndian(_ value: UInt64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    private static let messagePrefix: [UInt8] = Array("dropfetch owner mark".utf8) + [0, version]
+
+    private static func appendLittleEndian(_ value: UInt64, to bytes: inout [UInt8]) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
     }
 }
