@@ -95,31 +95,31 @@ final class JobFinish: WorkerTask {
             }
             let published = items.indices.filter { names[$0] != nil }
             syncFolders(published.compactMap { items[$0].part?.publication.part.folder }, &answer)
-            var staged: [Int: SpoolFiling] = [:]
+            // In item order, as `published` is.
+            var staged: [(position: Int, filing: SpoolFiling)] = []
             for position in published {
-                let item = items[position]
+                let part = items[position].part
                 let name = names[position]!
-                if item.part != nil { crashPlan?.reach(.published) }
-                guard let planned = item.filing else {
+                if part != nil { crashPlan?.reach(.published) }
+                guard let planned = items[position].filing else {
                     answer.endings[position] = .published(name: name ?? "")
                     continue
                 }
                 var record = planned.status
-                if let part = item.part, let name {
+                if let part, let name {
                     record.downloads[part.index].file = part.publication.part.folder.path + "/" + name
                 }
                 let filing = planned.filing(record)
                 do {
                     try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
-                    staged[position] = filing
+                    staged.append((position, filing))
                 } catch {
                     try? FileSystem.removeIfPresent(filing.temp)
                     answer.endings[position] = .filingFailed(name: name, record: record, error)
                 }
             }
             var filed: [Int] = []
-            for position in staged.keys.sorted() {
-                let filing = staged[position]!
+            for (position, filing) in staged {
                 let name = names[position]!
                 guard holdsLease else {
                     try? FileSystem.removeIfPresent(filing.temp)
