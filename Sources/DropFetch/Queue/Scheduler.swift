@@ -16,6 +16,11 @@ struct Scheduler {
 
         /// The `download` of an unclaimed inbox job: it is claimed when chosen, then its downloads queue.
         static let wholeJob = -1
+
+        /// One word hashed, not two: the heaps' index maps hash a unit at every level of a sift.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(job &<< 16 ^ download)
+        }
     }
 
     struct Entry: Sendable, Equatable {
