@@ -31,6 +31,12 @@ final class CurlEasy {
     /// is never reset for another transfer (`CurlMulti.recycle`).
     var isAttached = false
 
+    /// Its transfer was paused at some time (CURL_WRITEFUNC_PAUSE). libcurl 7.88 may keep bytes it
+    /// held back for it after the handle left the multi handle (multi_done returns early while an
+    /// HTTP/2 connection still carries other streams) and curl_easy_reset keeps them, to be
+    /// written on the next unpause: such a handle is cleaned up, never used for another transfer.
+    var hasPaused = false
+
     /// Back to the state of a new handle for the next transfer (curl_easy_reset(3)): every option
     /// to its default, the lists set on it freed; libcurl's caches (DNS, TLS sessions) stay.
     func reset() {

@@ -35,9 +35,10 @@ final class CurlMulti {
         return try CurlEasy()
     }
 
-    /// Takes the handle of a transfer that is gone, unless it is still attached or the pool is full.
+    /// Takes the handle of a transfer that is gone, unless it is still attached, was ever paused
+    /// (`CurlEasy.hasPaused`) or the pool is full.
     func recycle(_ easy: CurlEasy) {
-        guard !easy.isAttached, idle.count < CurlMulti.idleLimit else { return }
+        guard !easy.isAttached, !easy.hasPaused, idle.count < CurlMulti.idleLimit else { return }
         easy.reset()
         idle.append(easy)
     }

@@ -533,8 +533,14 @@ private let transferWriteCallback: dfc_data_callback = { pointer, size, count, c
     guard let pointer, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    if let budget = transfer.receiveBudget, !budget.admit(transfer, bytes: length) { return Int(CURL_WRITEFUNC_PAUSE) }
-    if let admit = transfer.admit, !admit(length) { return Int(CURL_WRITEFUNC_PAUSE) }
+    if let budget = transfer.receiveBudget, !budget.admit(transfer, bytes: length) {
+        transfer.easy.hasPaused = true
+        return Int(CURL_WRITEFUNC_PAUSE)
+    }
+    if let admit = transfer.admit, !admit(length) {
+        transfer.easy.hasPaused = true
+        return Int(CURL_WRITEFUNC_PAUSE)
+    }
     return transfer.receiveBody(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
 }
 
