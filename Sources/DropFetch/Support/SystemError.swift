@@ -42,26 +42,13 @@ func retryingEINTR<T: BinaryInteger>(
     }
 }
 
-/// `retryingEINTR` for calls where some errno values are answers rather than failures (ENOENT
-/// for "nothing there"): those return nil.
+/// `retryingEINTR` for calls where an errno or two are answers rather than failures (ENOENT for
+/// "nothing there"): those return nil. Two at most, named one by one: a variadic list would
+/// allocate an array on every call.
 @inline(__always)
 func retryingEINTR<T: BinaryInteger>(
-    _ operation: String, _ path: @autoclosure () -> String?, tolerating tolerated: Int32, call: () -> T
-) throws(SystemError) -> T? {
-    while true {
-        let result = call()
-        if result != -1 { return result }
-        let code = dfl_errno()
-        if code == EINTR { continue }
-        if code == tolerated { return nil }
-        throw SystemError(code: code, operation: operation, path: path())
-    }
-}
-
-/// The same with two answers (a variadic list would allocate an array on every call).
-@inline(__always)
-func retryingEINTR<T: BinaryInteger>(
-    _ operation: String, _ path: @autoclosure () -> String?, tolerating first: Int32, _ second: Int32, call: () -> T
+    _ operation: String, _ path: @autoclosure () -> String?, tolerating first: Int32, _ second: Int32? = nil,
+    call: () -> T
 ) throws(SystemError) -> T? {
     while true {
         let result = call()
