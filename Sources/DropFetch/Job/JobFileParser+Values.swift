@@ -24,6 +24,9 @@ extension JobFileParser {
         return url.withUTF8 { isWellFormedURL(bytes: $0) }
     }
 
+    /// `file`, compared as bytes (a walk of a literal's `utf8` is generic and slow).
+    private static let fileScheme: [UInt8] = Array("file".utf8)
+
     /// `isWellFormedURL` on the URL's bytes, control characters and white space already refused.
     private static func isWellFormedURL(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = bytes.first, isASCIILetter(first) else { return false }
@@ -32,7 +35,7 @@ extension JobFileParser {
         guard bytes[index...].starts(with: "://".utf8) else { return false }
         let start = index + 3
         // RFC 8089 file URLs have an empty authority; the agent refuses them as unsupported_protocol.
-        if index == 4, zip(bytes, "file".utf8).allSatisfy({ $0 | 0x20 == $1 }) { return true }
+        if index == 4, zip(bytes, fileScheme).allSatisfy({ $0 | 0x20 == $1 }) { return true }
         let end = bytes[start...].firstIndex {
             $0 == ASCII.slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
         } ?? bytes.count

@@ -137,7 +137,7 @@ final class BandwidthControl: AgentPart {
             started = true
         }
         if !bandwidth.isEmpty { bandwidth = BandwidthBudget() }
-        // With every running transfer metered, more keys than transfers means some ended.
+        // Nothing started, and no more keys than transfers (nothing ended): the meter is as it was.
         guard started || transferMeter.count > table.runningCount else { return true }
         if started {
             let now = clock.now()
