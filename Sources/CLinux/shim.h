@@ -62,3 +62,11 @@ static inline int dfl_spawn_addclosefrom(posix_spawn_file_actions_t *actions, in
 static inline long dfl_getrandom(void *buffer, unsigned long length) {
     return (long)syscall(SYS_getrandom, buffer, length, 0u);
 }
+
+#include <malloc.h>
+
+/// mallopt(3): freed heap kept for reuse up to `trim` bytes, blocks below `mmap` bytes from the heap.
+static inline void dfl_keep_freed_heap(int mmap_from, int trim_from) {
+    mallopt(M_MMAP_THRESHOLD, mmap_from);
+    mallopt(M_TRIM_THRESHOLD, trim_from);
+}

@@ -1,4 +1,5 @@
 import CCurl
+import CLinux
 import Glibc
 import Logging
 
@@ -86,6 +87,7 @@ public final class Agent {
     /// Runs an agent until it ends, and a new one each time a daemon's was fenced (DESIGN.md §10):
     /// the new agent owns only what it claims or recovers anew. What the CLI's `run` calls.
     public static func run(config: Config, options: Options, logger: Logger) throws -> ExitStatus {
+        keepFreedHeap()
         var config = config
         var rejoins = false
         while true {
@@ -98,6 +100,13 @@ public final class Agent {
             config = agent.context.config
             rejoins = true
         }
+    }
+
+    /// Keeps freed heap memory for the next transfer (mallopt(3)): each transfer allocates and frees
+    /// libcurl's 256 KiB receive buffer (CURLOPT_BUFFERSIZE), and glibc's defaults hand the heap's
+    /// top back to the kernel between jobs and fault it in again (a page fault a job or more).
+    private static func keepFreedHeap() {
+        dfl_keep_freed_heap(1 << 20, 4 << 20)
     }
 
     /// Prepares the agent; nothing touches the disk or the network until `run()`.

@@ -32,9 +32,11 @@ final class JobIntake: AgentPart {
         noteScanProblems(scan)
         releasedStates.formUnion(scan.releasedStates)
         let paths = scan.entries.lazy.map(\.relativePath).filter { [inbox] in !inbox.contains($0) }.sorted()
+        inbox.reserveCapacity(paths.count)
+        runner.scheduler.reserveCapacity(paths.count)
         for path in paths {
             let hints = self.hints(for: path)
-            let modified = hints.modified ?? (try? FileSystem.lstatus(spool.inbox + "/" + path)).map {
+            let modified = hints.modified ?? (try? FileSystem.lstatus(FileSystem.join(spool.inbox, path))).map {
                 Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
             } ?? 0
             if inbox.scanned(path, modified: modified, now: now) {
@@ -73,7 +75,7 @@ final class JobIntake: AgentPart {
     func recheckUnsettled() {
         let now = clock.wallNanoseconds()
         for path in inbox.takeUnsettled(dueBy: now) {
-            guard let info = try? FileSystem.lstatus(spool.inbox + "/" + path) else { continue }
+            guard let info = try? FileSystem.lstatus(FileSystem.join(spool.inbox, path)) else { continue }
             let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
             if inbox.scanned(path, modified: modified, now: now) { index(path, arrival: modified, settled: true) }
         }
@@ -154,20 +156,20 @@ final class JobIntake: AgentPart {
             switch claim.ending {
             case .claimed(let workName, let previous, let contents):
                 // Held or moved away while the claim was on its way back: not this agent's any more.
-                if departedDuringClaims.contains(workName), !FileSystem.exists(spool.work + "/" + workName) {
+                if departedDuringClaims.contains(workName), !FileSystem.exists(FileSystem.join(spool.work, workName)) {
                     if let first = claim.firstPart { drop(first, of: claim.entry, workName: workName) }
                     return logger.info("job left the work folder as it was claimed", metadata: ["job": "\(workName)"])
                 }
-                claimFailures[candidate.path] = nil
+                if !claimFailures.isEmpty { claimFailures[candidate.path] = nil }
                 logger.debug("claimed \(candidate.path)")
                 // The job's name is its job file's name; a released state brings hints only.
                 admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
                       previous: previous, arrival: candidate.arrival, contents: contents)
                 if let first = claim.firstPart { takeFirstPart(first, workName: workName) }
             case .gone:
-                claimFailures[candidate.path] = nil
+                if !claimFailures.isEmpty { claimFailures[candidate.path] = nil }
             case .notFollowed(let error):
-                claimFailures[candidate.path] = nil
+                if !claimFailures.isEmpty { claimFailures[candidate.path] = nil }
                 logger.warning("job not claimed: its routing folder is not a folder in the inbox any more",
                                metadata: ["job": "\(candidate.path)", "error": "\(error)"])
             case .failed(let error):
@@ -194,7 +196,7 @@ final class JobIntake: AgentPart {
     /// hold/ or the inbox or was claimed again (its owner is the same, and its next start finds it).
     private func drop(_ first: JobClaim.FirstPart, of entry: Spool.InboxEntry, workName: String) {
         let place = spool.whereIs(job: entry.name, workName: workName, folder: entry.folder)
-        let claimedAgain = (try? FileSystem.lstatus(spool.work + "/" + workName)).map { UInt64($0.st_ino) == first.part.record.claim }
+        let claimedAgain = (try? FileSystem.lstatus(FileSystem.join(spool.work, workName))).map { UInt64($0.st_ino) == first.part.record.claim }
         if place == .hold || place == .inbox || claimedAgain == true { return }
         first.part.discard()
     }

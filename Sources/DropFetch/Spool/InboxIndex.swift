@@ -35,6 +35,14 @@ struct InboxIndex {
 
     func candidate(_ id: Int) -> Candidate? { candidates[id] }
 
+    /// Room for `additional` more candidates at once: a scan that finds thousands of files grows
+    /// each table once instead of doubling it (each doubling copies it into fresh pages).
+    mutating func reserveCapacity(_ additional: Int) {
+        candidates.reserveCapacity(candidates.count + additional)
+        ids.reserveCapacity(ids.count + additional)
+        kept.reserveCapacity(min(kept.count + additional, InboxIndex.keptLimit))
+    }
+
     mutating func add(_ path: String, id: Int, arrival: Int64) {
         unsettled[path] = nil
         candidates[id] = Candidate(path: path, arrival: arrival)

@@ -49,9 +49,9 @@ final class DirectoryHandle: Sendable {
     /// folder is refused with ELOOP/ENOTDIR (openat(2) with O_NOFOLLOW | O_DIRECTORY).
     func subfolder(_ name: String, create: Bool) throws(SystemError) -> DirectoryHandle {
         guard DirectoryHandle.isPlainComponent(name) else {
-            throw SystemError(code: EINVAL, operation: "open folder (not a single path component)", path: path + "/" + name)
+            throw SystemError(code: EINVAL, operation: "open folder (not a single path component)", path: FileSystem.join(path, name))
         }
-        let child = path + "/" + name
+        let child = FileSystem.join(path, name)
         // Group-writable where the umask allows (the service's 0007), as FileSystem.makeDirectories.
         if create, mkdirat(descriptor, name, 0o775) != 0 {
             let code = dfl_errno()
@@ -99,7 +99,7 @@ final class DirectoryHandle: Sendable {
 
     /// openat(2) with O_NOFOLLOW and O_CLOEXEC; `mode` applies when the file is created.
     func open(_ name: String, flags: Int32, mode: UInt32 = 0o644) throws(SystemError) -> FileDescriptor {
-        let full = path + "/" + name
+        let full = FileSystem.join(path, name)
         let fd = try retryingEINTR("open", full) { dfl_openat(descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
         return FileDescriptor(rawValue: fd, path: full)
     }
@@ -107,7 +107,7 @@ final class DirectoryHandle: Sendable {
     /// fstatat(2) without following a final symlink; nil when nothing is there.
     func status(_ name: String) throws(SystemError) -> stat? {
         var info = stat()
-        let found = try retryingEINTR("stat", path + "/" + name, tolerating: ENOENT) {
+        let found = try retryingEINTR("stat", FileSystem.join(path, name), tolerating: ENOENT) {
             fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW)
         }
         return found == nil ? nil : info
@@ -131,6 +131,7 @@ final class DirectoryHandle: Sendable {
         }
         defer { closedir(listing) }
         var found: [String: UInt64] = [:]
+        found.reserveCapacity(names.count)
         while found.count < names.count, let entry = readdir(listing) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
@@ -142,18 +143,18 @@ final class DirectoryHandle: Sendable {
 
     /// unlinkat(2); a missing file is not an error.
     func removeIfPresent(_ name: String) throws(SystemError) {
-        _ = try retryingEINTR("unlink", path + "/" + name, tolerating: ENOENT) { unlinkat(descriptor, name, 0) }
+        _ = try retryingEINTR("unlink", FileSystem.join(path, name), tolerating: ENOENT) { unlinkat(descriptor, name, 0) }
     }
 
     /// renameat(2) within this folder, replacing the target.
     func rename(_ from: String, to: String) throws(SystemError) {
-        _ = try retryingEINTR("rename", path + "/" + from) { renameat(descriptor, from, descriptor, to) }
+        _ = try retryingEINTR("rename", FileSystem.join(path, from)) { renameat(descriptor, from, descriptor, to) }
     }
 
     /// Renames `from` here to `to` in `target` without ever replacing (FileSystem.moveNoReplace).
     func moveNoReplace(_ from: String, to target: DirectoryHandle, as name: String) throws(SystemError) {
         try FileSystem.moveNoReplace(descriptor, from, target.descriptor, name,
-                                     describing: path + "/" + from, target.path + "/" + name)
+                                     describing: FileSystem.join(path, from), FileSystem.join(target.path, name))
     }
 
     /// fsync(2) of the folder, so that the renames and creations in it are durable.
