@@ -71,7 +71,7 @@ public struct ScheduleStatus: Sendable {
             json.field("pause", pause)
             json.beginObject("classes")
             for (name, limits) in state.classes.sorted(by: { $0.key < $1.key }) {
-                json.beginObject(name)
+                json.beginObject(named: name)
                 json.field("rate_limit", limits.rateLimit)
                 json.field("max_active", limits.maxActive)
                 json.endObject()

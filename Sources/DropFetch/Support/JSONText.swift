@@ -1,15 +1,25 @@
 /// A small JSON writer (RFC 8259) for status and state files: fixed key order, two-space indent,
-/// no Foundation round trip — the agent writes two of these per job.
+/// no Foundation round trip — the agent writes two of these per job. Keys are the caller's
+/// literals (`StaticString`), copied without a retain; a key made at run time is escaped.
 struct JSONText {
     private(set) var bytes: [UInt8] = []
     private var depth = 0
-    private var needsComma = [false]
+    /// Bit `d`: the container open at depth `d` has a member (a comma goes before the next).
+    private var hasMembers: UInt64 = 0
 
     init() { bytes.reserveCapacity(1024) }
 
-    mutating func beginObject(_ key: String? = nil) {
+    mutating func beginObject(_ key: StaticString? = nil) {
         prefix(key)
         bytes.append(UInt8(ascii: "{"))
+        open()
+    }
+
+    /// An object under a key made at run time (a class name), escaped as any string value is.
+    mutating func beginObject(named key: String) {
+        member()
+        string(key)
+        literal(": {")
         open()
     }
 
@@ -18,7 +28,7 @@ struct JSONText {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    mutating func beginArray(_ key: String) {
+    mutating func beginArray(_ key: StaticString) {
         prefix(key)
         bytes.append(UInt8(ascii: "["))
         open()
@@ -29,7 +39,7 @@ struct JSONText {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    mutating func field(_ key: String, _ value: String?) {
+    mutating func field(_ key: StaticString, _ value: String?) {
         prefix(key)
         guard let value else { return null() }
         string(value)
@@ -41,27 +51,26 @@ struct JSONText {
         string(value)
     }
 
-    mutating func field(_ key: String, _ value: Int?) {
+    mutating func field(_ key: StaticString, _ value: Int?) {
         prefix(key)
         guard let value else { return null() }
         integer(Int64(value))
     }
 
-    mutating func field(_ key: String, _ value: Int64?) {
+    mutating func field(_ key: StaticString, _ value: Int64?) {
         prefix(key)
         guard let value else { return null() }
         integer(value)
     }
 
-    mutating func field(_ key: String, _ value: Double) {
+    mutating func field(_ key: StaticString, _ value: Double) {
         prefix(key)
-        let text = value.isFinite ? String(value) : "0"
-        append(text)
+        append(value.isFinite ? String(value) : "0")
     }
 
     /// Seconds to the millisecond, as `String(Double)` writes such a value (`0.0`, `1.5`,
     /// `12.345`) without its conversion.
-    mutating func field(_ key: String, milliseconds value: Double) {
+    mutating func field(_ key: StaticString, milliseconds value: Double) {
         let scaled = (value * 1000).rounded()
         guard value.isFinite, abs(scaled) < 1e15 else { return field(key, value) }
         prefix(key)
@@ -74,9 +83,11 @@ struct JSONText {
         bytes.append(UInt8(ascii: "."))
         let fraction = count % 1000
         if fraction == 0 { return bytes.append(UInt8(ascii: "0")) }
-        var digits = [UInt8(fraction / 100), UInt8(fraction / 10 % 10), UInt8(fraction % 10)]
-        while digits.last == 0 { digits.removeLast() }
-        for digit in digits { bytes.append(UInt8(ascii: "0") + digit) }
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 100))
+        if fraction % 100 == 0 { return }
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
+        if fraction % 10 == 0 { return }
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction % 10))
     }
 
     /// The document ended by a newline, as files are.
@@ -108,13 +119,18 @@ struct JSONText {
         }
     }
 
+    /// A literal's bytes, copied without a retain.
+    private mutating func literal(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     /// A string's UTF-8 bytes, copied from its storage at once.
     private mutating func append(_ text: String) {
         var text = text
         text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
-    mutating func field(_ key: String, failure: Failure?) {
+    mutating func field(_ key: StaticString, failure: Failure?) {
         guard let failure else {
             prefix(key)
             return null()
@@ -125,38 +141,49 @@ struct JSONText {
         endObject()
     }
 
-    private mutating func null() { append("null") }
+    private mutating func null() { literal("null") }
 
     private mutating func open() {
         depth += 1
-        needsComma.append(false)
+        precondition(depth < 64, "JSONText nests at most 63 containers")
+        hasMembers &= ~(1 << UInt64(depth))
     }
 
     private mutating func close() {
-        let hadMembers = needsComma.removeLast()
+        let hadMembers = hasMembers & (1 << UInt64(depth)) != 0
         depth -= 1
         if hadMembers { newline() }
     }
 
     private mutating func newline() {
-        bytes.append(UInt8(ascii: "\n"))
-        for _ in 0..<depth * 2 { bytes.append(UInt8(ascii: " ")) }
+        // A line feed and two spaces a level, copied at once for the depths status files reach.
+        let lines: StaticString = "\n                              "
+        let count = 1 + depth * 2
+        guard count <= lines.utf8CodeUnitCount else {
+            bytes.append(UInt8(ascii: "\n"))
+            for _ in 0..<depth * 2 { bytes.append(UInt8(ascii: " ")) }
+            return
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: lines.utf8Start, count: count))
     }
 
-    /// Comma, newline and indent before a member, then `"key": ` inside objects.
-    private mutating func prefix(_ key: String?) {
+    /// Comma, newline and indent before a member of the open container.
+    private mutating func member() {
         guard depth > 0 else { return }
-        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        let bit: UInt64 = 1 << UInt64(depth)
+        if hasMembers & bit != 0 { bytes.append(UInt8(ascii: ",")) }
+        hasMembers |= bit
         newline()
-        if let key {
-            // Keys are the writer's own literals: nothing in them needs escaping.
-            bytes.append(UInt8(ascii: "\""))
-            append(key)
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(UInt8(ascii: ":"))
-            bytes.append(UInt8(ascii: " "))
-        }
+    }
+
+    /// A member's start, then `"key": ` inside objects.
+    private mutating func prefix(_ key: StaticString?) {
+        member()
+        guard depth > 0, let key else { return }
+        // Keys are the writer's own literals: nothing in them needs escaping.
+        bytes.append(UInt8(ascii: "\""))
+        literal(key)
+        literal("\": ")
     }
 
     /// A JSON string with `"`, `\` and control characters escaped.

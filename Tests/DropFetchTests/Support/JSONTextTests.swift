@@ -18,13 +18,34 @@ struct JSONTextTests {
     func integers() throws {
         let values: [Int64] = [0, 7, 10, 99, 1_000, -1, -42, 1_234_567_890_123, .max, .min]
         let text = document { json in
-            for (index, value) in values.enumerated() { json.field("n\(index)", value) }
+            for (index, value) in values.enumerated() {
+                json.beginObject(named: "n\(index)")
+                json.field("value", value)
+                json.endObject()
+            }
             json.field("none", Int64?.none)
         }
-        for (index, value) in values.enumerated() { #expect(text.contains("\"n\(index)\": \(value)")) }
+        for (index, value) in values.enumerated() {
+            #expect(text.contains("\"n\(index)\": {\n    \"value\": \(value)\n  }"))
+        }
         #expect(text.contains("\"none\": null") && text.hasSuffix("}\n"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-        #expect((object["n8"] as? NSNumber)?.int64Value == .max)
+        #expect(((object["n8"] as? [String: Any])?["value"] as? NSNumber)?.int64Value == .max)
+        #expect(((object["n9"] as? [String: Any])?["value"] as? NSNumber)?.int64Value == .min)
+    }
+
+    @Test("a key made at run time is escaped; nesting indents two spaces a level")
+    func runTimeKeys() throws {
+        let text = document { json in
+            json.beginObject(named: "a \"quoted\" class")
+            json.beginArray("list")
+            json.element("x")
+            json.endArray()
+            json.endObject()
+        }
+        #expect(text == "{\n  \"a \\\"quoted\\\" class\": {\n    \"list\": [\n      \"x\"\n    ]\n  }\n}\n")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(((object["a \"quoted\" class"] as? [String: Any])?["list"] as? [String]) == ["x"])
     }
 
     @Test("seconds to the millisecond as String(Double) writes the rounded value", arguments: [
