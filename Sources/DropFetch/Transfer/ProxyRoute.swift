@@ -19,6 +19,19 @@ enum ProxyRoute: Sendable, Equatable {
         case trusted
     }
 
+    /// True when this process's environment names no `*_proxy` variable (any case), read once:
+    /// a transfer then sets CURLOPT_PROXY and CURLOPT_NOPROXY to "" and libcurl reads no
+    /// variable for it (getenv(3) walks the whole environment, several times a transfer).
+    static let environmentNamesNone: Bool = {
+        var index = 0
+        while let entry = environ[index] {
+            index += 1
+            let name = String(cString: entry).prefix { $0 != "=" }
+            if name.lowercased().hasSuffix("_proxy") { return false }
+        }
+        return true
+    }()
+
     /// The route for a URL with `scheme` and `host`. `explicit` is the configured or job proxy
     /// ("" for none), `noProxy` the configured list; `environment` reads a variable.
     static func choose(scheme: String, host: String, explicit: String?, noProxy: String?,

@@ -131,8 +131,16 @@ extension Transfer {
     private func configureProxy(_ network: Config.Network, environment: (String) -> String?) throws {
         let explicit = request.proxy ?? network.proxy
         guard request.blockPrivateAddresses else {
-            if let explicit { try easy.set(CURLOPT_PROXY, explicit) }
-            if let noProxy = network.noProxy { try easy.set(CURLOPT_NOPROXY, noProxy) }
+            if let explicit {
+                try easy.set(CURLOPT_PROXY, explicit)
+            } else if ProxyRoute.environmentNamesNone {
+                try easy.set(CURLOPT_PROXY, "")
+            }
+            if let noProxy = network.noProxy {
+                try easy.set(CURLOPT_NOPROXY, noProxy)
+            } else if ProxyRoute.environmentNamesNone {
+                try easy.set(CURLOPT_NOPROXY, "")
+            }
             return
         }
         let target = try? CurlURL(request.url)
