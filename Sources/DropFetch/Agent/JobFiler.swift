@@ -40,7 +40,7 @@ final class JobFiler: AgentPart {
     func filedByCancel(_ job: Job) {
         for name in Set([job.record.job, job.workName]) {
             for candidate in Spool.candidateNames(name).prefix(1000) {
-                let path = spool.failed + "/" + candidate
+                let path = FileSystem.join(spool.failed, candidate)
                 guard let info = try? FileSystem.lstatus(path), UInt64(info.st_ino) == job.owner.claim else { continue }
                 let statusPath = spool.failed + "/" + Spool.statusName(forJob: candidate)
                 guard let record = spool.readRecord(at: statusPath), record.state == .cancelled else { return }
@@ -136,7 +136,7 @@ final class JobFiler: AgentPart {
                 // Its filing began on the finish-steps worker, which removes the state once the job
                 // file is filed: while the job file is still here, recovery needs the state (its
                 // name, routing folder and class; found by the soak), and the filing removes it.
-                if FileSystem.exists(spool.work + "/" + workName) { return }
+                if FileSystem.exists(FileSystem.join(spool.work, workName)) { return }
             }
             // Filed, or left the work folder (hold, cancel) while this was written: stale.
             try? FileSystem.removeIfPresent(path)

@@ -24,7 +24,7 @@ final class JobPublisher: AgentPart {
         let isLast = job.indices.allSatisfy { $0 == index || job.isFinished($0) }
         var filing: (request: SpoolFiling, folders: [DirectoryHandle])?
         if isLast, !table.isCommitting(job) {
-            let record = job.finalRecord(completing: index, file: part.folder.path + "/" + publication.request.target,
+            let record = job.finalRecord(completing: index, file: FileSystem.join(part.folder.path, publication.request.target),
                                          result: result)
             filing = plan(job, record, markedPart: (part.file, index, part.folder),
                           publishedRecord: part.hasRecordFile ? (part.folder, part.recordName) : nil)
@@ -80,7 +80,7 @@ final class JobPublisher: AgentPart {
                       publishedRecord: (folder: DirectoryHandle, name: String)?)
         -> (request: SpoolFiling, folders: [DirectoryHandle]) {
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
-        let source = spool.work + "/" + job.workName
+        let source = FileSystem.join(spool.work, job.workName)
         let folders: [DirectoryHandle]
         do {
             folders = try spool.filedFolders(outcome, from: source)
@@ -144,7 +144,7 @@ final class JobPublisher: AgentPart {
     /// its `JobFinish` filed it already).
     private func published(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int,
                            settle: Bool = true) {
-        let effects = job.apply(.published(file: part.folder.path + "/" + target, result: result), to: index)
+        let effects = job.apply(.published(file: FileSystem.join(part.folder.path, target), result: result), to: index)
         job.releasePart(of: index)
         // The record proves the published file is this job's until the job's own record says so.
         job.notePublished(part.hasRecordFile ? (part.folder, part.recordName, part.record) : nil, for: index)

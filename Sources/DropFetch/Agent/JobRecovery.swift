@@ -45,11 +45,11 @@ final class JobRecovery: AgentPart {
             let jobName = previous?.job ?? workName
             if spool.completeInterruptedMove(of: workName, folder: previous?.folder ?? "", job: jobName) {
                 logger.info("completed an interrupted move of \(jobName)")
-                if !FileSystem.exists(spool.work + "/" + workName) { continue }
+                if !FileSystem.exists(FileSystem.join(spool.work, workName)) { continue }
             }
             if let unfinished = spool.unfinishedFiling(of: workName, job: jobName) {
                 do {
-                    let claim = (try? FileSystem.lstatus(spool.work + "/" + workName)).map { UInt64($0.st_ino) } ?? 0
+                    let claim = (try? FileSystem.lstatus(FileSystem.join(spool.work, workName))).map { UInt64($0.st_ino) } ?? 0
                     try spool.completeFiling(workName, to: unfinished.jobPath)
                     spool.removeResumeRecords(filedAt: unfinished.jobPath, owner: PartOwner(job: jobName, claim: claim))
                     logger.info("completed the filing of \(jobName) begun by an earlier run")
@@ -59,7 +59,7 @@ final class JobRecovery: AgentPart {
                 continue
             }
             logger.info("resuming a job of an earlier run", metadata: ["job": "\(jobName)"])
-            let arrival = (try? FileSystem.lstatus(spool.work + "/" + workName)).map {
+            let arrival = (try? FileSystem.lstatus(FileSystem.join(spool.work, workName))).map {
                 Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
             } ?? 0
             intake.admit(workName: workName, jobName: jobName, folder: previous?.folder ?? "", previous: previous,

@@ -83,7 +83,7 @@ final class JobRunner: AgentPart {
             admission.finished(host: entry.host, className: entry.className)
             guard table.current(token) != nil else {
                 let place = spool.whereIs(job: job.record.job, workName: job.workName, folder: job.record.folder ?? "")
-                let claimedAgain = (try? FileSystem.lstatus(spool.work + "/" + job.workName)).map { UInt64($0.st_ino) == job.owner.claim }
+                let claimedAgain = (try? FileSystem.lstatus(FileSystem.join(spool.work, job.workName))).map { UInt64($0.st_ino) == job.owner.claim }
                 return reservation.release(keeping: place == .hold || place == .inbox || claimedAgain == true)
             }
             job.apply(.reservationBack, to: index)
@@ -445,7 +445,7 @@ final class JobRunner: AgentPart {
         intake.departed(workName)
         guard let job = table.job(workName: workName), !table.isCommitting(job) else { return }
         // Our own filing, or a new job already claimed under the same name.
-        if FileSystem.exists(spool.work + "/" + workName) { return }
+        if FileSystem.exists(FileSystem.join(spool.work, workName)) { return }
         for (transfer, unit) in table.transfers(of: job) {
             if let group = table.group(key: transfer.easy.key) {
                 stopSplit(group, transfer, countingConnections: true)

@@ -39,7 +39,7 @@ final class QuotaLedger {
         self.agent = agent
     }
 
-    var path: String { folder + "/" + agent }
+    var path: String { FileSystem.join(folder, agent) }
 
     /// Takes up this agent's counts of an earlier run (they count across restarts).
     func load() {
@@ -86,7 +86,7 @@ final class QuotaLedger {
     static func others(in folder: String, except agent: String, bound: QuotaBound, now: Int64) -> [QuotaUsage.Key: Int64] {
         var total: [QuotaUsage.Key: Int64] = [:]
         for name in agentFiles(in: folder) where name != agent {
-            total = adding(bound.bounded(read(folder + "/" + name) ?? [:], now: now), to: total)
+            total = adding(bound.bounded(read(FileSystem.join(folder, name)) ?? [:], now: now), to: total)
         }
         return total
     }
@@ -144,7 +144,7 @@ final class QuotaLedger {
     /// `write` of `text` to the ledger file of `agent` in `folder`, on any thread.
     static func write(_ text: String, folder: String, agent: String) throws(SystemError) {
         try FileSystem.makeDirectories(folder)
-        try AtomicFile.write(Array(text.utf8), to: folder + "/" + agent, durable: false)
+        try AtomicFile.write(Array(text.utf8), to: FileSystem.join(folder, agent), durable: false)
     }
 
     /// The ledger files of a folder that count: every name not starting with `.` (temp files do)

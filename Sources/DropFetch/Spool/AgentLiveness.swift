@@ -40,7 +40,7 @@ enum AgentLiveness {
     /// good as their clocks agree) is late. `now` in Unix nanoseconds.
     static func state(workFolder: String, now: Int64) -> State {
         let locked = isAlive(workFolder: workFolder)
-        let path = workFolder + "/" + WorkLease.fileName
+        let path = FileSystem.join(workFolder, WorkLease.fileName)
         guard let file = try? UntrustedFile.read(atPath: path, limit: 1024),
               let lease = WorkLease.Record.parse(file.bytes) else {
             return locked ? .running : .gone

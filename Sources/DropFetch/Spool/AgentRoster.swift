@@ -17,7 +17,7 @@ public struct AgentRoster: Sendable, Equatable {
         let workRoot = Agent.absolute(config.spool) + "/work"
         var members: [Member] = []
         for agent in ((try? FileSystem.entries(of: workRoot)) ?? []).map(\.name) where !agent.hasPrefix(".") {
-            let folder = workRoot + "/" + agent
+            let folder = FileSystem.join(workRoot, agent)
             guard FileSystem.isDirectory(folder) else { continue }
             let jobs = ((try? FileSystem.entries(of: folder)) ?? []).count { Spool.isJobName($0.name) }
             let state = AgentLiveness.state(workFolder: folder, now: AgentClock().wallNanoseconds())

@@ -95,7 +95,7 @@ final class DoneIndex: Sendable {
         func refresh(root: String) {
             guard let listed = try? FileSystem.entries(of: root) else { return }
             for entry in listed where entry.name.hasPrefix(DoneIndex.prefix) {
-                readOn(root + "/" + entry.name)
+                readOn(FileSystem.join(root, entry.name))
             }
         }
 

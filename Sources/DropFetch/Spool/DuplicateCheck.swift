@@ -23,7 +23,7 @@ enum DuplicateCheck {
         func record(_ name: String) -> StatusRecord? {
             if let known = records[name] { return known }
             // The job file beside it: a lone status (a filing half undone, a purge under way) is no record.
-            let found = FileSystem.exists(done + "/" + name) ? Spool.readRecord(at: done + "/" + Spool.statusName(forJob: name)) : nil
+            let found = FileSystem.exists(FileSystem.join(done, name)) ? Spool.readRecord(at: done + "/" + Spool.statusName(forJob: name)) : nil
             records[name] = found
             return found
         }

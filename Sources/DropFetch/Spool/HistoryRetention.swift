@@ -126,7 +126,7 @@ struct HistoryRetention {
 
     /// unlinkat(2) of `name` in `folder`: whether it was there (ENOENT: another remover was first).
     static func unlink(_ name: String, in folder: DirectoryHandle) throws(SystemError) -> Bool {
-        try retryingEINTR("unlink", folder.path + "/" + name, tolerating: ENOENT) { unlinkat(folder.descriptor, name, 0) } != nil
+        try retryingEINTR("unlink", FileSystem.join(folder.path, name), tolerating: ENOENT) { unlinkat(folder.descriptor, name, 0) } != nil
     }
 
     /// The `finished` time of the status file `name` (UntrustedFile: a peer may have put anything

@@ -57,7 +57,7 @@ enum JobFileReader {
 
     /// `contents` of `name` in `folder`, read through the folder's descriptor.
     static func contents(of name: String, in folder: DirectoryHandle, limit: Int64) -> Result<Contents, Failure> {
-        contents(of: name, in: folder.descriptor, describing: folder.path + "/" + name, limit: limit)
+        contents(of: name, in: folder.descriptor, describing: FileSystem.join(folder.path, name), limit: limit)
     }
 
     private static func contents(of name: String, in folder: Int32, describing path: String,

@@ -8,7 +8,7 @@ public enum JobLookup {
     public struct Match: Sendable, Equatable {
         public var folder: String
         public var name: String
-        public var path: String { folder + "/" + name }
+        public var path: String { FileSystem.join(folder, name) }
     }
 
     /// The job files (Spool.isJobName) in `folders`, in folder order, by readdir(3).

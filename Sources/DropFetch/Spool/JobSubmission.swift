@@ -109,7 +109,7 @@ public struct JobSubmission: Sendable {
         let taken = JobSubmission.takenNames(root: root)
         for candidate in Spool.candidateNames(baseName + ".url") where !taken.contains(candidate) {
             do {
-                try FileSystem.renameNoReplace(temp, to: inbox + "/" + candidate)
+                try FileSystem.renameNoReplace(temp, to: FileSystem.join(inbox, candidate))
                 return candidate
             } catch where error.code == EEXIST {
                 continue
@@ -127,11 +127,11 @@ public struct JobSubmission: Sendable {
     static func takenNames(root: String) -> Set<String> {
         var folders = [root + "/done", root + "/failed"]
         for parent in ["inbox", "hold", "work"] {
-            let path = root + "/" + parent
+            let path = FileSystem.join(root, parent)
             if parent != "work" { folders.append(path) }
             for entry in (try? FileSystem.entries(of: path)) ?? [] where !entry.name.hasPrefix(".")
-                && (entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)) {
-                folders.append(path + "/" + entry.name)
+                && (entry.isDirectory ?? FileSystem.isDirectory(FileSystem.join(path, entry.name))) {
+                folders.append(FileSystem.join(path, entry.name))
             }
         }
         return Set(JobLookup.jobs(in: folders).map(\.name))

@@ -24,7 +24,7 @@ final class LeaseWatch {
     /// The verdict on `agent`'s work folder at `folder`, whose flock(2) this agent just took;
     /// `now` in CLOCK_BOOTTIME milliseconds.
     func verdict(on agent: String, folder: String, now: Int64) -> Verdict {
-        let bytes = (try? UntrustedFile.read(atPath: folder + "/" + WorkLease.fileName, limit: 1024))?.bytes ?? []
+        let bytes = (try? UntrustedFile.read(atPath: FileSystem.join(folder, WorkLease.fileName), limit: 1024))?.bytes ?? []
         let record = WorkLease.Record.parse(bytes)
         if let record, record.boot == BootID.current, !record.boot.isEmpty,
            record.pidNamespace == ProcessIdentity.pidNamespace(), ProcessIdentity.isGone(pid: record.pid, started: record.started) {

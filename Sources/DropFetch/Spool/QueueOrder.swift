@@ -74,7 +74,7 @@ public struct QueueOrder: Sendable {
         }
         var priority = 0
         var className = "default"
-        if case .success(let bytes) = JobFileReader.read(spool.inbox + "/" + found.relativePath, limit: config.limits.maxJobFileSize),
+        if case .success(let bytes) = JobFileReader.read(FileSystem.join(spool.inbox, found.relativePath), limit: config.limits.maxJobFileSize),
            let spec = try? JobFileParser.parse(bytes) {
             let matched = (try? config.resolveClass(spec: spec, folder: found.folder).get()) ?? nil
             className = matched?.name ?? "default"

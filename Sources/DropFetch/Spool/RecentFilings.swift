@@ -28,7 +28,7 @@ enum RecentFilings {
         for name in journals {
             let file: UntrustedFile
             do {
-                file = try UntrustedFile.read(atPath: root + "/" + name, limit: maxJournalSize)
+                file = try UntrustedFile.read(atPath: FileSystem.join(root, name), limit: maxJournalSize)
             } catch .missing {
                 // Rotated between the listing and the read: its lines are in the `.1` file.
                 continue
@@ -44,8 +44,8 @@ enum RecentFilings {
         var records: [StatusRecord] = []
         for (line, _) in lines {
             let folder = line.outcome == .done ? done : failed
-            guard seen.insert(folder + "/" + line.name).inserted else { continue }
-            guard FileSystem.exists(folder + "/" + line.name),
+            guard seen.insert(FileSystem.join(folder, line.name)).inserted else { continue }
+            guard FileSystem.exists(FileSystem.join(folder, line.name)),
                   let record = Spool.readRecord(at: folder + "/" + Spool.statusName(forJob: line.name)) else { continue }
             records.append(record)
             if records.count == limit { return records }

@@ -24,7 +24,7 @@ extension Spool {
 
     /// The temp name in `folder` under which the status of the job file at `source` is staged.
     static func stagedStatusPath(for source: String, in folder: String) -> String {
-        AtomicFile.tempPath(for: folder + "/" + Spool.statusName(forJob: FileSystem.baseName(of: source)))
+        AtomicFile.tempPath(in: folder, for: Spool.statusName(forJob: FileSystem.baseName(of: source)))
     }
 
     /// First step of filing, done here: the planned status written (O_EXCL) and, when the spool is
@@ -81,7 +81,7 @@ extension Spool {
             let candidate = Spool.candidateName(job, number: number)
             number += 1
             let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
-            let jobPath = folder + "/" + candidate
+            let jobPath = FileSystem.join(folder, candidate)
             // A status without its job file (a filing a crash interrupted) makes the rename
             // below fail with EEXIST, so only the job file is looked up.
             if !probed, FileSystem.exists(jobPath) { continue }
@@ -101,7 +101,7 @@ extension Spool {
                 if error.code == EEXIST { continue }
                 throw error
             }
-            return Filed(jobPath: jobPath, key: folder + "/" + job, nextNumber: number)
+            return Filed(jobPath: jobPath, key: FileSystem.join(folder, job), nextNumber: number)
         }
         throw SystemError(code: EEXIST, operation: "file", path: source)
     }
@@ -117,7 +117,7 @@ extension Spool {
 
     /// The record number a filing of `job` into `folder` starts probing at, if known.
     func knownFreeRecordNumber(for job: String, in folder: String) -> Int? {
-        nextRecordNumber.isEmpty ? nil : nextRecordNumber[folder + "/" + job]
+        nextRecordNumber.isEmpty ? nil : nextRecordNumber[FileSystem.join(folder, job)]
     }
 
     /// Removes a staged status that was not filed.

@@ -37,7 +37,7 @@ extension Spool {
     }
 
     private func scan(folder: String, into result: inout InboxScan, depth: Int, withTimes: Bool) {
-        let path = folder.isEmpty ? inbox : inbox + "/" + folder
+        let path = folder.isEmpty ? inbox : FileSystem.join(inbox, folder)
         guard depth <= InboxScan.maxDepth else {
             result.tooDeep.append(folder)
             return
@@ -51,16 +51,16 @@ extension Spool {
             return
         }
         for entry in entries {
-            let relative = folder.isEmpty ? entry.name : folder + "/" + entry.name
+            let relative = folder.isEmpty ? entry.name : FileSystem.join(folder, entry.name)
             if entry.name.hasPrefix(".") {
                 if Spool.isReleasedStateName(entry.name) { result.releasedStates.insert(relative) }
                 continue
             }
-            let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name)
+            let isDirectory = entry.isDirectory ?? FileSystem.isDirectory(FileSystem.join(path, entry.name))
             if isDirectory {
                 scan(folder: relative, into: &result, depth: depth + 1, withTimes: withTimes)
             } else if Spool.isJobName(entry.name) {
-                let modified = withTimes ? (try? FileSystem.lstatus(path + "/" + entry.name)).map {
+                let modified = withTimes ? (try? FileSystem.lstatus(FileSystem.join(path, entry.name))).map {
                     Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
                 } ?? 0 : 0
                 result.entries.append(InboxEntry(relativePath: relative, modified: modified))
@@ -126,7 +126,7 @@ extension Spool {
                 if let stated { try AtomicFile.write(stated.encoded(), to: statePath, durable: false) }
                 do {
                     try FileSystem.moveIntoPrivateFolder(folder.descriptor, name, workFolder.descriptor, candidate,
-                                                         describing: folder.path + "/" + name, workFolder.path + "/" + candidate)
+                                                         describing: FileSystem.join(folder.path, name), FileSystem.join(workFolder.path, candidate))
                     return candidate
                 } catch where error.code == ENOENT {
                     if stated != nil { try? FileSystem.removeIfPresent(statePath) }
@@ -139,7 +139,7 @@ extension Spool {
                     throw error
                 }
             }
-            throw SystemError(code: EEXIST, operation: "claim", path: folder.path + "/" + name)
+            throw SystemError(code: EEXIST, operation: "claim", path: FileSystem.join(folder.path, name))
         }
 
         /// `Spool.unclaim`.
@@ -224,7 +224,7 @@ extension Spool {
     static func releasedStatePath(forJob relativePath: String) -> String {
         let entry = InboxEntry(relativePath: relativePath, modified: 0)
         let name = releasedStateName(forJob: entry.name)
-        return entry.folder.isEmpty ? name : entry.folder + "/" + name
+        return entry.folder.isEmpty ? name : FileSystem.join(entry.folder, name)
     }
 
     /// Whether `name` is a released state's (`.x.state.json`), as opposed to its temp file's.

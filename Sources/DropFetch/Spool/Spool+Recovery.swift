@@ -9,11 +9,11 @@ extension Spool {
     func whereIs(job: String, workName: String, folder: String) -> Place? {
         let sub = folder.isEmpty ? "" : "/" + folder
         for name in Set([job, workName]) {
-            if FileSystem.exists(hold + sub + "/" + name) || FileSystem.exists(hold + "/" + name) { return .hold }
+            if FileSystem.exists(hold + sub + "/" + name) || FileSystem.exists(FileSystem.join(hold, name)) { return .hold }
             if FileSystem.exists(inbox + sub + "/" + name) { return .inbox }
         }
-        if FileSystem.exists(failed + "/" + workName) || FileSystem.exists(failed + "/" + job) { return .failed }
-        if FileSystem.exists(done + "/" + workName) || FileSystem.exists(done + "/" + job) { return .done }
+        if FileSystem.exists(FileSystem.join(failed, workName)) || FileSystem.exists(FileSystem.join(failed, job)) { return .failed }
+        if FileSystem.exists(FileSystem.join(done, workName)) || FileSystem.exists(FileSystem.join(done, job)) { return .done }
         return nil
     }
 
@@ -21,7 +21,7 @@ extension Spool {
     /// link(2) + unlink(2) began and a crash interrupted: the claim (twin in the inbox) or the
     /// filing (twin in done/ or failed/) is completed. Returns whether one was found.
     func completeInterruptedMove(of workName: String, folder: String, job: String) -> Bool {
-        let path = work + "/" + workName
+        let path = FileSystem.join(work, workName)
         guard let info = try? FileSystem.lstatus(path), info.st_nlink > 1 else { return false }
         func same(_ other: String) -> Bool {
             guard let twin = try? FileSystem.lstatus(other) else { return false }
@@ -33,7 +33,7 @@ extension Spool {
             return true
         }
         for outcome in [done, failed] {
-            for candidate in Spool.candidateNames(job).prefix(1000) where same(outcome + "/" + candidate) {
+            for candidate in Spool.candidateNames(job).prefix(1000) where same(FileSystem.join(outcome, candidate)) {
                 try? FileSystem.unlink(path)
                 try? FileSystem.removeIfPresent(statePath(for: workName))
                 return true
@@ -54,7 +54,7 @@ extension Spool {
             let folder = folders[index]
             index += 1
             for entry in (try? FileSystem.entries(of: folder)) ?? [] {
-                let path = folder + "/" + entry.name
+                let path = FileSystem.join(folder, entry.name)
                 if folder.hasPrefix(inbox), !entry.name.hasPrefix("."),
                    entry.isDirectory ?? FileSystem.isDirectory(path), folders.count < 10_000 {
                     folders.append(path)
@@ -77,7 +77,7 @@ extension Spool {
             let isTemp = name.hasPrefix(".") && name.hasSuffix(".tmp")
             let isOrphanState = name.hasSuffix(".state.json")
                 && !FileSystem.exists(folder + "/" + String(name.dropLast(".state.json".count)) + ".url")
-            if isTemp || isOrphanState { try? FileSystem.removeIfPresent(folder + "/" + name) }
+            if isTemp || isOrphanState { try? FileSystem.removeIfPresent(FileSystem.join(folder, name)) }
         }
     }
 
@@ -109,7 +109,7 @@ extension Spool {
         var result = Adoption()
         let agents = ((try? FileSystem.entries(of: workRoot)) ?? []).map(\.name)
         for other in agents where other != agentID && !other.hasPrefix(".") {
-            let folder = workRoot + "/" + other
+            let folder = FileSystem.join(workRoot, other)
             guard let lockFile = try? FileDescriptor.open(folder + "/.lock", flags: O_RDWR | O_NOFOLLOW) else { continue }
             guard (try? lockFile.tryLockExclusive()) == true else {
                 watch.sawAlive(other)
@@ -126,7 +126,7 @@ extension Spool {
             }
             for name in names where Spool.isJobName(name) {
                 let job = readState(for: name, in: folder)?.job ?? name
-                let claim = (try? FileSystem.lstatus(folder + "/" + name)).map { UInt64($0.st_ino) } ?? 0
+                let claim = (try? FileSystem.lstatus(FileSystem.join(folder, name))).map { UInt64($0.st_ino) } ?? 0
                 if let unfinished = unfinishedFiling(of: name, job: job, by: other),
                    (try? completeFiling(name, to: unfinished.jobPath, from: folder)) != nil {
                     removeResumeRecords(filedAt: unfinished.jobPath, owner: PartOwner(job: job, claim: claim))
@@ -138,7 +138,7 @@ extension Spool {
                         // A move into this agent's own folder, as a claim is: never a second link
                         // that a crash would leave in the dead agent's folder, which no recovery
                         // looks for (`completeInterruptedMove` knows inbox, done and failed twins).
-                        try FileSystem.moveIntoPrivateFolder(folder + "/" + name, to: work + "/" + candidate)
+                        try FileSystem.moveIntoPrivateFolder(FileSystem.join(folder, name), to: FileSystem.join(work, candidate))
                         let state = folder + "/" + Spool.stateName(forJob: name)
                         try? FileSystem.rename(state, to: statePath(for: candidate))
                         result.adopted.append(candidate)
@@ -171,17 +171,17 @@ extension Spool {
     /// record must not send the new attempt straight back to failed/.
     func unfinishedFiling(of workName: String, job: String, by agent: String? = nil) -> (outcome: Outcome, jobPath: String)? {
         let workFolder = agent.map { workRoot + "/" + $0 } ?? work
-        guard let claimed = try? FileSystem.lstatus(workFolder + "/" + workName) else { return nil }
+        guard let claimed = try? FileSystem.lstatus(FileSystem.join(workFolder, workName)) else { return nil }
         let claimTime = Int64(claimed.st_ctim.tv_sec)
         for outcome in [Outcome.done, .failed] {
             let folder = outcome == .done ? done : failed
             for candidate in Spool.candidateNames(job) {
                 let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
                 guard FileSystem.exists(statusPath) else { break }
-                if FileSystem.exists(folder + "/" + candidate) { continue }
+                if FileSystem.exists(FileSystem.join(folder, candidate)) { continue }
                 guard let record = readRecord(at: statusPath), record.job == job, record.agent == (agent ?? agentID),
                       let finished = record.finished.flatMap(Timestamp.parse), finished >= claimTime else { continue }
-                return (outcome, folder + "/" + candidate)
+                return (outcome, FileSystem.join(folder, candidate))
             }
         }
         return nil
@@ -196,7 +196,7 @@ extension Spool {
     /// Completes a filing found by `unfinishedFiling(of:job:)`.
     func completeFiling(_ workName: String, to jobPath: String, from folder: String? = nil) throws(SystemError) {
         let folder = folder ?? work
-        try FileSystem.renameNoReplace(folder + "/" + workName, to: jobPath)
+        try FileSystem.renameNoReplace(FileSystem.join(folder, workName), to: jobPath)
         journal.append(name: FileSystem.baseName(of: jobPath), outcome: FileSystem.directoryName(of: jobPath) == done ? .done : .failed)
         try? FileSystem.removeIfPresent(folder + "/" + Spool.stateName(forJob: workName))
         if durable {

@@ -60,7 +60,7 @@ final class Spool {
         done = root + "/done"
         failed = root + "/failed"
         workRoot = root + "/work"
-        work = workRoot + "/" + agentID
+        work = FileSystem.join(workRoot, agentID)
         journal = FilingJournal(root: root, agent: agentID)
         doneIndex = DoneIndex(root: root, agent: agentID)
     }
@@ -128,11 +128,11 @@ final class Spool {
     }
 
     static func statusName(forJob name: String) -> String {
-        String(name.dropLast(4)) + ".status.json"
+        FileSystem.concat(name, dropping: 4, ".status.json")
     }
 
     static func stateName(forJob name: String) -> String {
-        String(name.dropLast(4)) + ".state.json"
+        FileSystem.concat(name, dropping: 4, ".state.json")
     }
 
     /// A status or state file of the spool, read without blocking or following a symlink
@@ -151,7 +151,7 @@ final class Spool {
     /// state lost to a power cut costs at most an attempt count or an early retry.
     /// `work/<agent>/.<job>.state.json`.
     func statePath(for workName: String) -> String {
-        work + "/" + Spool.stateName(forJob: workName)
+        FileSystem.join(work, Spool.stateName(forJob: workName))
     }
 
     func readState(for workName: String, in folder: String? = nil) -> StatusRecord? {

@@ -24,7 +24,7 @@ public enum SpoolControl {
             let source = try find(job, in: inboxAndWork(spool), action: action, root: spool.root)
             let state = readState(besideJob: source, agent: spool.agentID)
             let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
-            let holdFolder = folder.isEmpty ? spool.hold : spool.hold + "/" + folder
+            let holdFolder = folder.isEmpty ? spool.hold : FileSystem.join(spool.hold, folder)
             try FileSystem.makeDirectories(holdFolder)
             // The state goes first: an agent that sees the job leave removes what is left behind.
             var parked: String?
@@ -115,7 +115,7 @@ public enum SpoolControl {
         state?.record.retryAt = nil
         if state?.record.state == .waiting || state?.record.state == .running { state?.record.state = .queued }
         for candidate in Spool.candidateNames(FileSystem.baseName(of: source)) {
-            let target = folder + "/" + candidate
+            let target = FileSystem.join(folder, candidate)
             if FileSystem.exists(target) { continue }
             let sidecar = folder + "/" + Spool.releasedStateName(forJob: candidate)
             if let state { try AtomicFile.write(state.record.encoded(), to: sidecar, durable: false) }
@@ -207,7 +207,7 @@ public enum SpoolControl {
             for candidate in OutputNames.variants(of: name).prefix(100) {
                 guard let found = try? folder.status(candidate) else { continue }
                 if (try? OutputNames.isPublished(candidate, found, in: folder, by: owner, key: key)) == true {
-                    return (folder.path + "/" + candidate, Int64(found.st_size))
+                    return (FileSystem.join(folder.path, candidate), Int64(found.st_size))
                 }
             }
         }
@@ -268,7 +268,7 @@ public enum SpoolControl {
     /// rename(2) into `folder`, never replacing: `x.url`, else `x.1.url`, …
     private static func move(_ source: String, into folder: String) throws -> String {
         for candidate in Spool.candidateNames(FileSystem.baseName(of: source)) {
-            let target = folder + "/" + candidate
+            let target = FileSystem.join(folder, candidate)
             do {
                 try FileSystem.renameNoReplace(source, to: target)
                 return target

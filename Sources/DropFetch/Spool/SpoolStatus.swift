@@ -36,7 +36,7 @@ public struct SpoolStatus: Sendable {
         var fenced: [String] = []
         let now = AgentClock().wallNanoseconds()
         for agent in ((try? FileSystem.entries(of: spool.workRoot)) ?? []).map(\.name) where !agent.hasPrefix(".") {
-            let folder = spool.workRoot + "/" + agent
+            let folder = FileSystem.join(spool.workRoot, agent)
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name).filter(Spool.isJobName)
             let state = AgentLiveness.state(workFolder: folder, now: now)
             let alive = names.isEmpty || state != .gone
@@ -61,7 +61,7 @@ public struct SpoolStatus: Sendable {
         var heldStates: [String: StatusRecord] = [:]
         for name in held {
             heldStates[name] = readRecord(spool.hold + "/" + Spool.stateName(forJob: name))
-                ?? classified(heldJob: spool.hold + "/" + name, config: config)
+                ?? classified(heldJob: FileSystem.join(spool.hold, name), config: config)
         }
         let recent = RecentFilings.read(root: root, done: spool.done, failed: spool.failed, limit: recentLimit)
             ?? scanRecent(done: spool.done, failed: spool.failed, limit: recentLimit)
@@ -77,7 +77,7 @@ public struct SpoolStatus: Sendable {
         var finished: [(modified: Int64, path: String)] = []
         for folder in [done, failed] {
             for entry in (try? FileSystem.entries(of: folder)) ?? [] where entry.name.hasSuffix(".status.json") {
-                let path = folder + "/" + entry.name
+                let path = FileSystem.join(folder, entry.name)
                 guard !entry.name.hasPrefix("."), let info = try? FileSystem.lstatus(path) else { continue }
                 finished.append((Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), path))
             }

@@ -99,7 +99,7 @@ final class WorkLease {
     /// epoch after the one the file names, written and synced before this returns, then renewed
     /// every quarter of `lease`.
     init(folder: String, lease: Duration, logger: Logger) throws(SystemError) {
-        let path = folder + "/" + WorkLease.fileName
+        let path = FileSystem.join(folder, WorkLease.fileName)
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
         let previous = (try? file.read(upTo: 1024, expected: 256)).flatMap(Record.parse)
         let leaseMilliseconds = Int64(lease.milliseconds)

@@ -107,7 +107,7 @@ final class JobFinish: WorkerTask {
                 }
                 var record = planned.status
                 if let part, let name {
-                    record.downloads[part.index].file = part.publication.part.folder.path + "/" + name
+                    record.downloads[part.index].file = FileSystem.join(part.publication.part.folder.path, name)
                 }
                 let filing = planned.filing(record)
                 do {

@@ -67,7 +67,7 @@ final class PartReservation: WorkerTask {
                             let sha256 = digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
                             let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
                             let record = (folder, recordName, PartFile.readRecord(recordName, in: folder, key: key))
-                            return .published(file: folder.path + "/" + candidate, bytes: Int64(final.st_size), sha256: sha256,
+                            return .published(file: FileSystem.join(folder.path, candidate), bytes: Int64(final.st_size), sha256: sha256,
                                               record: record)
                         }
                         switch onConflict {

@@ -8,12 +8,12 @@ enum AtomicFile {
 
     /// The hidden temp name beside `path`.
     static func tempPath(for path: String) -> String {
-        var temp = FileSystem.directoryName(of: path)
-        temp.reserveCapacity(path.utf8.count + 16)
-        temp += "/."
-        temp += FileSystem.baseName(of: path)
-        temp += suffix
-        return temp
+        tempPath(in: FileSystem.directoryName(of: path), for: FileSystem.baseName(of: path))
+    }
+
+    /// The hidden temp name in `folder` for the file `name` there.
+    static func tempPath(in folder: String, for name: String) -> String {
+        FileSystem.concat(folder, "/.", name) + suffix
     }
 
     /// `.<pid>.tmp`, made once.

@@ -169,4 +169,36 @@ enum FileSystem {
             return String(decoding: UnsafeBufferPointer(rebasing: bytes[(slash + 1)...]), as: UTF8.self)
         }
     }
+
+    /// `folder/name` made in one allocation: `folder + "/" + name` grows and copies the string
+    /// once per piece, and paths are joined a dozen times a job.
+    static func join(_ folder: String, _ name: String) -> String {
+        concat(folder, "/", name)
+    }
+
+    /// `head` without its last `dropping` bytes (an ASCII suffix such as `.url`), then `middle`,
+    /// then `tail`, made in one allocation.
+    static func concat(_ head: String, dropping: Int = 0, _ middle: StaticString, _ tail: String = "") -> String {
+        var head = head
+        var tail = tail
+        return head.withUTF8 { first in
+            // A suffix that is not ASCII is dropped by characters, as `dropLast` does.
+            guard dropping <= first.count, first.suffix(dropping).allSatisfy({ $0 < 0x80 }) else {
+                return String(String(decoding: first, as: UTF8.self).dropLast(dropping)) + middle.description + tail
+            }
+            let kept = first.count - dropping
+            return tail.withUTF8 { last in
+                let count = kept + middle.utf8CodeUnitCount + last.count
+                return String(unsafeUninitializedCapacity: count) { out in
+                    var at = out.baseAddress!
+                    if let start = first.baseAddress { at.initialize(from: start, count: kept) }
+                    at += kept
+                    at.initialize(from: middle.utf8Start, count: middle.utf8CodeUnitCount)
+                    at += middle.utf8CodeUnitCount
+                    if let start = last.baseAddress { at.initialize(from: start, count: last.count) }
+                    return count
+                }
+            }
+        }
+    }
 }

@@ -41,7 +41,7 @@ enum PathProbe {
         if program.contains("/") { return executableFile(program) }
         let folders = (searchPath ?? "/bin:/usr/bin").split(separator: ":", omittingEmptySubsequences: false)
             .map { $0.isEmpty ? "." : String($0) }
-        for folder in folders where executableFile(folder + "/" + program) == nil { return nil }
+        for folder in folders where executableFile(FileSystem.join(folder, program)) == nil { return nil }
         return "no executable of that name in PATH (\(searchPath ?? "/bin:/usr/bin"))"
     }
 

@@ -103,6 +103,6 @@ struct UntrustedFile {
 extension DirectoryHandle {
     /// `UntrustedFile.read` of `name` in this folder: the read every file others can write goes through.
     func readUntrusted(_ name: String, limit: Int, singleLink: Bool = false) throws(UntrustedFile.Refusal) -> UntrustedFile {
-        try UntrustedFile.read(name, in: descriptor, describing: path + "/" + name, limit: limit, singleLink: singleLink)
+        try UntrustedFile.read(name, in: descriptor, describing: FileSystem.join(path, name), limit: limit, singleLink: singleLink)
     }
 }

@@ -50,8 +50,8 @@ final class PartFile {
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
     var recordName: String { ResumeRecord.name(forPart: name) }
-    var path: String { folder.path + "/" + name }
-    var finalPath: String { folder.path + "/" + finalName }
+    var path: String { FileSystem.join(folder.path, name) }
+    var finalPath: String { FileSystem.join(folder.path, finalName) }
 
     private init(folder: DirectoryHandle, finalName: String, name: String, file: FileDescriptor,
                  record: ResumeRecord, size: Int64, durable: Bool, key: RecordKey) {
@@ -518,7 +518,7 @@ final class PartFile {
         let finalName: String
 
         var recordName: String { ResumeRecord.name(forPart: name) }
-        var finalPath: String { folder.path + "/" + finalName }
+        var finalPath: String { FileSystem.join(folder.path, finalName) }
 
         /// Removes the part and its record (the files of `discard`).
         func remove() {

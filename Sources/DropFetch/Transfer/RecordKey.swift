@@ -137,7 +137,7 @@ struct RecordKey: Sendable, Equatable {
                 try file.write(key.bytes)
                 try file.sync()
                 // link(2) never replaces: of agents starting together, the first key wins.
-                let linked = try retryingEINTR("link", spool.path + "/" + fileName, tolerating: EEXIST) {
+                let linked = try retryingEINTR("link", FileSystem.join(spool.path, fileName), tolerating: EEXIST) {
                     linkat(spool.descriptor, temp, spool.descriptor, fileName, 0)
                 }
                 try spool.removeIfPresent(temp)
@@ -150,7 +150,7 @@ struct RecordKey: Sendable, Equatable {
                 throw error
             }
         }
-        throw SystemError(code: EAGAIN, operation: "create the record key (it kept changing)", path: spool.path + "/" + fileName)
+        throw SystemError(code: EAGAIN, operation: "create the record key (it kept changing)", path: FileSystem.join(spool.path, fileName))
     }
 
     /// The key in `spool` if it exists and can be trusted (a control command does not create one);

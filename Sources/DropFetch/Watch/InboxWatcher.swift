@@ -40,7 +40,7 @@ final class InboxWatcher {
 
     /// Adds a watch on a folder and every folder below it.
     private func watchTree(_ relative: String, depth: Int = 0) throws(SystemError) {
-        let path = relative.isEmpty ? inbox : inbox + "/" + relative
+        let path = relative.isEmpty ? inbox : FileSystem.join(inbox, relative)
         let wd: Int32
         do {
             wd = try inotify.watch(path, mask: Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE)
@@ -53,8 +53,8 @@ final class InboxWatcher {
         folders[wd] = Folder(relative: relative, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard depth < Spool.InboxScan.maxDepth, let entries = try? FileSystem.entries(of: path) else { return }
         for entry in entries where !entry.name.hasPrefix(".") {
-            let child = relative.isEmpty ? entry.name : relative + "/" + entry.name
-            if entry.isDirectory ?? FileSystem.isDirectory(path + "/" + entry.name) {
+            let child = relative.isEmpty ? entry.name : FileSystem.join(relative, entry.name)
+            if entry.isDirectory ?? FileSystem.isDirectory(FileSystem.join(path, entry.name)) {
                 try watchTree(child, depth: depth + 1)
             }
         }
@@ -62,7 +62,7 @@ final class InboxWatcher {
 
     /// Whether the watched folder is still the one under its name in the inbox.
     private func isStillInInbox(_ folder: Folder) -> Bool {
-        guard let info = try? FileSystem.lstatus(inbox + "/" + folder.relative) else { return false }
+        guard let info = try? FileSystem.lstatus(FileSystem.join(inbox, folder.relative)) else { return false }
         return UInt64(info.st_dev) == folder.device && UInt64(info.st_ino) == folder.inode
             && (info.st_mode & S_IFMT) == S_IFDIR
     }
@@ -88,7 +88,7 @@ final class InboxWatcher {
                 continue
             }
             guard !event.name.isEmpty else { continue }
-            let relative = folder.isEmpty ? event.name : folder + "/" + event.name
+            let relative = folder.isEmpty ? event.name : FileSystem.join(folder, event.name)
             if event.name.hasPrefix(".") {
                 if event.has(Int32(IN_CLOSE_WRITE | IN_MOVED_TO)), Spool.isReleasedStateName(event.name) {
                     changes.releasedStates.append(relative)
