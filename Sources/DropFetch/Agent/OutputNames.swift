@@ -119,6 +119,11 @@ final class OutputNames: AgentPart {
     /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within
     /// `FileName.maxBytes` (NAME_MAX) when `name` is already that long.
     static func variants(of name: String) -> some Sequence<String> {
+        // Split into stem and suffix only when a number is needed (rarely: a name taken).
+        (0..<10_000).lazy.map { number in number == 0 ? name : variant(of: name, number: number) }
+    }
+
+    private static func variant(of name: String, number: Int) -> String {
         let dot = name.dropFirst().firstIndex(of: ".")
         var stem = dot.map { String(name[..<$0]) } ?? name
         var suffix = dot.map { String(name[$0...]) } ?? ""
@@ -126,11 +131,8 @@ final class OutputNames: AgentPart {
             stem = name
             suffix = ""
         }
-        return (0..<10_000).lazy.map { number in
-            guard number > 0 else { return name }
-            let marker = ".\(number)"
-            let room = FileName.maxBytes - marker.utf8.count - suffix.utf8.count
-            return FileName.prefix(stem, maxBytes: room) + marker + suffix
-        }
+        let marker = ".\(number)"
+        let room = FileName.maxBytes - marker.utf8.count - suffix.utf8.count
+        return FileName.prefix(stem, maxBytes: room) + marker + suffix
     }
 }

@@ -175,7 +175,7 @@ extension Spool {
     static func firstFreeRecordNumber(for job: String, in folder: String) -> Int {
         // A number whose status is there without its job file is found taken by the rename.
         func taken(_ number: Int) -> Bool {
-            FileSystem.exists(folder + "/" + Spool.candidateName(job, number: number))
+            FileSystem.exists(FileSystem.join(folder, Spool.candidateName(job, number: number)))
         }
         guard taken(0) else { return 0 }
         var low = 0

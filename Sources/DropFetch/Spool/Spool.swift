@@ -123,6 +123,8 @@ final class Spool {
     }
 
     static func candidateName(_ name: String, number: Int) -> String {
+        // The usual case, a `.url` name of at most 200 bytes before it: the name itself.
+        if number == 0, name.utf8.count <= 204, FileSystem.hasASCIISuffix(name, ".url") { return name }
         let stem = FileName.shortened(String(name.dropLast(4)), maxBytes: 200)
         return number == 0 ? stem + ".url" : "\(stem).\(number).url"
     }

@@ -170,6 +170,17 @@ enum FileSystem {
         }
     }
 
+    /// Whether `text` ends with the ASCII `suffix`, compared as bytes (`hasSuffix` compares
+    /// Characters, a walk of grapheme breaks).
+    static func hasASCIISuffix(_ text: String, _ suffix: StaticString) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            let count = suffix.utf8CodeUnitCount
+            guard bytes.count >= count else { return false }
+            return memcmp(bytes.baseAddress! + (bytes.count - count), suffix.utf8Start, count) == 0
+        }
+    }
+
     /// `folder/name` made in one allocation: `folder + "/" + name` grows and copies the string
     /// once per piece, and paths are joined a dozen times a job.
     static func join(_ folder: String, _ name: String) -> String {
