@@ -5,11 +5,9 @@ public enum Timestamp {
     public static func now() -> String { format(seconds: Int64(time(nil))) }
 
     public static func format(seconds: Int64) -> String {
-        var value = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&value, &parts)
-        // Years 0–9999 (every real clock): the 20 bytes written in place, three status files a job.
-        if (0...9999).contains(parts.tm_year + 1900) {
+        // Years 0–9999 (every real clock): the date computed from the day count (gmtime_r(3)
+        // takes glibc's time zone lock) and the 20 bytes written in place, three status files a job.
+        if let parts = civil(seconds: seconds) {
             return String(unsafeUninitializedCapacity: 20) { buffer in
                 var at = 0
                 func put(_ number: Int32, _ width: Int, _ separator: UInt8?) {
@@ -30,8 +28,42 @@ public enum Timestamp {
                 return at
             }
         }
+        var value = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&value, &parts)
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+    }
+
+    /// The UTC date and time of `seconds` since the epoch as `tm` fields (years since 1900, months
+    /// from 0), for years 0–9999; nil outside them. The proleptic Gregorian calendar, as gmtime_r(3)
+    /// counts it (days from the civil date, H. Hinnant's algorithm).
+    static func civil(seconds: Int64) -> tm? {
+        // 0000-01-01 and 10000-01-01 in seconds since the epoch.
+        guard seconds >= -62_167_219_200, seconds < 253_402_300_800 else { return nil }
+        var days = seconds / 86_400
+        var second = seconds % 86_400
+        if second < 0 {
+            second += 86_400
+            days -= 1
+        }
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(second / 3_600)
+        parts.tm_min = Int32(second % 3_600 / 60)
+        parts.tm_sec = Int32(second % 60)
+        return parts
     }
 
     /// Local time with its offset, RFC 3339 (`2026-11-28T15:00:00+01:00`, localtime_r(3) under
