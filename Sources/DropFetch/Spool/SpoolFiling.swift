@@ -66,11 +66,9 @@ struct SpoolFiling: WorkerRequest {
         doneIndex = spool.doneIndex
     }
 
-    /// The same filing under another status (its `file` names filled in on the worker).
-    func filing(_ status: StatusRecord) -> SpoolFiling {
-        var changed = self
-        changed.status = status
-        return changed
+    /// Download `index`'s file, named on the worker once its part is published.
+    mutating func setFile(_ path: String, of index: Int) {
+        status.downloads[index].file = path
     }
 
     func perform() -> Ending {

@@ -101,21 +101,19 @@ final class JobFinish: WorkerTask {
                 let part = items[position].part
                 let name = names[position]!
                 if part != nil { crashPlan?.reach(.published) }
-                guard let planned = items[position].filing else {
+                guard var filing = items[position].filing else {
                     answer.endings[position] = .published(name: name ?? "")
                     continue
                 }
-                var record = planned.status
                 if let part, let name {
-                    record.downloads[part.index].file = FileSystem.join(part.publication.part.folder.path, name)
+                    filing.setFile(FileSystem.join(part.publication.part.folder.path, name), of: part.index)
                 }
-                let filing = planned.filing(record)
                 do {
-                    try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
+                    try AtomicFile.writeTemp(filing.status.encoded(), at: filing.temp, mode: 0o644, durable: durable)
                     staged.append((position, filing))
                 } catch {
                     try? FileSystem.removeIfPresent(filing.temp)
-                    answer.endings[position] = .filingFailed(name: name, record: record, error)
+                    answer.endings[position] = .filingFailed(name: name, record: filing.status, error)
                 }
             }
             var filed: [Int] = []

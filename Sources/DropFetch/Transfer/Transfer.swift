@@ -117,6 +117,9 @@ final class Transfer {
     }
 
     /// Sets the options of the request; throws a `TransferFailure` when it must not be sent at all.
+    /// CURLOPT_USERAGENT, made once.
+    private static let userAgent = "dropfetch/\(DropFetchVersion.string)"
+
     private func configure() throws {
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_URL, request.target)
@@ -139,7 +142,7 @@ final class Transfer {
         // Always ours: it also makes the socket close-on-exec, which libcurl 7.88's socket() does not.
         try easy.setOpenSocket(transferOpenSocketCallback)
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
-        try easy.set(CURLOPT_USERAGENT, "dropfetch/\(DropFetchVersion.string)")
+        try easy.set(CURLOPT_USERAGENT, Transfer.userAgent)
         if let credentials = RedirectPolicy.credentials(for: request) {
             try easy.set(CURLOPT_USERNAME, credentials.user)
             try easy.set(CURLOPT_PASSWORD, credentials.password ?? "")
