@@ -122,20 +122,20 @@ extension Spool {
                 let stated = state ?? (candidate == name ? nil
                     : StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agentID,
                                    submitted: Timestamp.now()))
-                let statePath = work + "/" + Spool.stateName(forJob: candidate)
-                if let stated { try AtomicFile.write(stated.encoded(), to: statePath, durable: false) }
+                let statePath = stated == nil ? nil : FileSystem.join(work, Spool.stateName(forJob: candidate))
+                if let stated, let statePath { try AtomicFile.write(stated.encoded(), to: statePath, durable: false) }
                 do {
                     try FileSystem.moveIntoPrivateFolder(folder.descriptor, name, workFolder.descriptor, candidate,
                                                          describing: FileSystem.join(folder.path, name), FileSystem.join(workFolder.path, candidate))
                     return candidate
                 } catch where error.code == ENOENT {
-                    if stated != nil { try? FileSystem.removeIfPresent(statePath) }
+                    if let statePath { try? FileSystem.removeIfPresent(statePath) }
                     return nil
                 } catch where error.code == EEXIST {
-                    if stated != nil { try? FileSystem.removeIfPresent(statePath) }
+                    if let statePath { try? FileSystem.removeIfPresent(statePath) }
                     continue
                 } catch {
-                    if stated != nil { try? FileSystem.removeIfPresent(statePath) }
+                    if let statePath { try? FileSystem.removeIfPresent(statePath) }
                     throw error
                 }
             }

@@ -100,7 +100,9 @@ final class DirectoryHandle: Sendable {
     /// openat(2) with O_NOFOLLOW and O_CLOEXEC; `mode` applies when the file is created.
     func open(_ name: String, flags: Int32, mode: UInt32 = 0o644) throws(SystemError) -> FileDescriptor {
         let full = FileSystem.join(path, name)
-        let fd = try retryingEINTR("open", full) { dfl_openat(descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
+        let fd = try retryingEINTR("open", full) {
+            name.withCString { dfl_openat(descriptor, $0, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
+        }
         return FileDescriptor(rawValue: fd, path: full)
     }
 
@@ -108,7 +110,7 @@ final class DirectoryHandle: Sendable {
     func status(_ name: String) throws(SystemError) -> stat? {
         var info = stat()
         let found = try retryingEINTR("stat", FileSystem.join(path, name), tolerating: ENOENT) {
-            fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW)
+            name.withCString { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) }
         }
         return found == nil ? nil : info
     }
@@ -143,12 +145,16 @@ final class DirectoryHandle: Sendable {
 
     /// unlinkat(2); a missing file is not an error.
     func removeIfPresent(_ name: String) throws(SystemError) {
-        _ = try retryingEINTR("unlink", FileSystem.join(path, name), tolerating: ENOENT) { unlinkat(descriptor, name, 0) }
+        _ = try retryingEINTR("unlink", FileSystem.join(path, name), tolerating: ENOENT) {
+            name.withCString { unlinkat(descriptor, $0, 0) }
+        }
     }
 
     /// renameat(2) within this folder, replacing the target.
     func rename(_ from: String, to: String) throws(SystemError) {
-        _ = try retryingEINTR("rename", FileSystem.join(path, from)) { renameat(descriptor, from, descriptor, to) }
+        _ = try retryingEINTR("rename", FileSystem.join(path, from)) {
+            from.withCString { source in to.withCString { renameat(descriptor, source, descriptor, $0) } }
+        }
     }
 
     /// Renames `from` here to `to` in `target` without ever replacing (FileSystem.moveNoReplace).

@@ -18,7 +18,7 @@ final class FileDescriptor: Sendable {
 
     /// openat(2) relative to the working directory; `mode` applies when the file is created.
     static func open(_ path: String, flags: Int32, mode: UInt32 = 0o644) throws(SystemError) -> FileDescriptor {
-        let fd = try retryingEINTR("open", path) { dfl_openat(AT_FDCWD, path, flags | O_CLOEXEC, mode) }
+        let fd = try retryingEINTR("open", path) { path.withCString { dfl_openat(AT_FDCWD, $0, flags | O_CLOEXEC, mode) } }
         return FileDescriptor(rawValue: fd, path: path)
     }
 
@@ -141,7 +141,7 @@ final class FileDescriptor: Sendable {
     /// Sets the extended attribute `name` (`user.…`) to `value` (fsetxattr(2)).
     func setAttribute(_ name: String, to value: [UInt8]) throws(SystemError) {
         _ = try retryingEINTR("fsetxattr \(name)", path) {
-            value.withUnsafeBytes { fsetxattr(rawValue, name, $0.baseAddress, $0.count, 0) }
+            value.withUnsafeBytes { bytes in name.withCString { fsetxattr(rawValue, $0, bytes.baseAddress, bytes.count, 0) } }
         }
     }
 
@@ -163,7 +163,9 @@ final class FileDescriptor: Sendable {
 
     /// Removes the extended attribute `name` (fremovexattr(2)); a missing one is not an error.
     func removeAttribute(_ name: String) throws(SystemError) {
-        _ = try retryingEINTR("fremovexattr \(name)", path, tolerating: ENODATA) { fremovexattr(rawValue, name) }
+        _ = try retryingEINTR("fremovexattr \(name)", path, tolerating: ENODATA) {
+            name.withCString { fremovexattr(rawValue, $0) }
+        }
     }
 
     /// Takes an exclusive flock(2) without blocking; false when another process holds it.

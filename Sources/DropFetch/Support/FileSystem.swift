@@ -34,7 +34,7 @@ enum FileSystem {
     /// lstat(2): never follows a final symlink.
     static func lstatus(_ path: String) throws(SystemError) -> stat {
         var info = stat()
-        _ = try retryingEINTR("lstat", path) { lstat(path, &info) }
+        _ = try retryingEINTR("lstat", path) { path.withCString { lstat($0, &info) } }
         return info
     }
 
@@ -61,9 +61,16 @@ enum FileSystem {
     /// finishes the move (`Spool.completeInterruptedMoves`).
     static func moveNoReplace(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
                               describing source: @autoclosure () -> String, _ target: @autoclosure () -> String) throws(SystemError) {
-        let renamed = try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
-            dfl_rename_noreplace(fromFolder, from, toFolder, to)
-        }
+        // C strings made once (a name of 15 bytes or less is passed from a copy on the stack).
+        let renamed = try from.withCString { fromName in
+            to.withCString { toName in
+                Result { () throws(SystemError) in
+                    try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
+                        dfl_rename_noreplace(fromFolder, fromName, toFolder, toName)
+                    }
+                }
+            }
+        }.get()
         if renamed != nil { return }
         _ = try retryingEINTR("link", target()) { linkat(fromFolder, from, toFolder, to, 0) }
         do {
@@ -93,9 +100,16 @@ enum FileSystem {
     /// then renameat(2)): the names are single components, never resolved through a symlink.
     static func moveIntoPrivateFolder(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
                                       describing source: @autoclosure () -> String, _ target: @autoclosure () -> String) throws(SystemError) {
-        let renamed = try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
-            dfl_rename_noreplace(fromFolder, from, toFolder, to)
-        }
+        // C strings made once (a name of 15 bytes or less is passed from a copy on the stack).
+        let renamed = try from.withCString { fromName in
+            to.withCString { toName in
+                Result { () throws(SystemError) in
+                    try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
+                        dfl_rename_noreplace(fromFolder, fromName, toFolder, toName)
+                    }
+                }
+            }
+        }.get()
         if renamed != nil { return }
         var info = stat()
         if fstatat(toFolder, to, &info, AT_SYMLINK_NOFOLLOW) == 0 {
@@ -110,7 +124,7 @@ enum FileSystem {
 
     /// Removes a file if it is there; other errors are reported.
     static func removeIfPresent(_ path: String) throws(SystemError) {
-        _ = try retryingEINTR("unlink", path, tolerating: ENOENT) { Glibc.unlink(path) }
+        _ = try retryingEINTR("unlink", path, tolerating: ENOENT) { path.withCString { Glibc.unlink($0) } }
     }
 
     /// fsync(2) on a directory so that renames and creations in it are durable.

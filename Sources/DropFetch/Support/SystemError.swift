@@ -31,14 +31,14 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
 /// only for an error: joining it on every call cost a small job more than its stat(2)s.
 @inline(__always)
 func retryingEINTR<T: BinaryInteger>(
-    _ operation: String, _ path: @autoclosure () -> String? = nil, _ call: () -> T
+    _ operation: @autoclosure () -> String, _ path: @autoclosure () -> String? = nil, _ call: () -> T
 ) throws(SystemError) -> T {
     while true {
         let result = call()
         if result != -1 { return result }
         let code = dfl_errno()
         if code == EINTR { continue }
-        throw SystemError(code: code, operation: operation, path: path())
+        throw SystemError(code: code, operation: operation(), path: path())
     }
 }
 
@@ -47,7 +47,7 @@ func retryingEINTR<T: BinaryInteger>(
 /// allocate an array on every call.
 @inline(__always)
 func retryingEINTR<T: BinaryInteger>(
-    _ operation: String, _ path: @autoclosure () -> String?, tolerating first: Int32, _ second: Int32? = nil,
+    _ operation: @autoclosure () -> String, _ path: @autoclosure () -> String?, tolerating first: Int32, _ second: Int32? = nil,
     call: () -> T
 ) throws(SystemError) -> T? {
     while true {
@@ -56,6 +56,6 @@ func retryingEINTR<T: BinaryInteger>(
         let code = dfl_errno()
         if code == EINTR { continue }
         if code == first || code == second { return nil }
-        throw SystemError(code: code, operation: operation, path: path())
+        throw SystemError(code: code, operation: operation(), path: path())
     }
 }

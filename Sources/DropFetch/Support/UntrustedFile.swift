@@ -55,7 +55,7 @@ struct UntrustedFile {
     static func read(_ name: String, in folder: Int32, describing path: String, limit: Int,
                      singleLink: Bool = false) throws(Refusal) -> UntrustedFile {
         let limit = max(limit, 0)
-        let fd = dfl_openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0)
+        let fd = name.withCString { dfl_openat(folder, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0) }
         if fd < 0 {
             let code = dfl_errno()
             if code == EINTR { return try read(name, in: folder, describing: path, limit: limit, singleLink: singleLink) }

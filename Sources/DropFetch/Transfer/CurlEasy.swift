@@ -68,8 +68,10 @@ final class CurlEasy {
     }
 
     /// String options are copied by libcurl (since 7.17.0), so the Swift string need not outlive the call.
+    /// libcurl copies the string; a short one is passed from a copy on the stack (withCString).
     func set(_ option: CURLoption, _ value: String?) throws(CurlError) {
-        try check(dfc_setopt_string(handle, option, value))
+        guard let value else { return try check(dfc_setopt_string(handle, option, nil)) }
+        try check(value.withCString { dfc_setopt_string(handle, option, $0) })
     }
 
     func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws(CurlError) {

@@ -58,7 +58,8 @@ final class CurlURL {
     }
 
     private func set(_ part: CURLUPart, _ value: String?, flags: UInt32) throws(CurlURLError) {
-        let code = curl_url_set(handle, part, value, flags)
+        let code = value.map { text in text.withCString { curl_url_set(handle, part, $0, flags) } }
+            ?? curl_url_set(handle, part, nil, flags)
         if code != CURLUE_OK { throw CurlURLError(code) }
     }
 
