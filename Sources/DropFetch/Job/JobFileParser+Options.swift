@@ -19,7 +19,7 @@ extension JobFileParser {
     struct DownloadDraft {
         var spec: DownloadSpec
         /// Keys that may appear once, with the line of their first use.
-        var seen: Set<String> = []
+        var seen: [String] = []
         /// The folder part of `out=sub/f.iso`, joined to `dir` when the download is finished.
         var outFolder: String?
         var outLine = 0
@@ -83,7 +83,9 @@ extension JobFileParser {
         let valueBytes = trimmed(bytes[(equals + 1)...])
         let value = text(valueBytes)
         if downloadKeys.contains(key), key != "header" {
-            guard download.seen.insert(key).inserted else { throw duplicate(key, line: line) }
+            // A download gives a few keys: a list searched is cheaper than a set hashed.
+            guard !download.seen.contains(key) else { throw duplicate(key, line: line) }
+            download.seen.append(key)
         }
         switch key {
         case "out": try applyOut(value, line: line, to: &download)

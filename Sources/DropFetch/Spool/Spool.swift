@@ -107,11 +107,15 @@ final class Spool {
 
     /// A job file's name: not hidden, ending in `.url` in any case (`X.URL` from a Windows share), with a stem.
     static func isJobName(_ name: String) -> Bool {
-        let bytes = name.utf8
-        guard bytes.count > 4, bytes.first != UInt8(ascii: ".") else { return false }
-        let suffix = bytes.suffix(4)
-        return suffix.first == UInt8(ascii: ".")
-            && FileName.asciiLowercased(String(decoding: suffix.dropFirst(), as: UTF8.self)) == "url"
+        // On the bytes in place: the watch asks this of every name an event carries.
+        var name = name
+        return name.withUTF8 { bytes in
+            let count = bytes.count
+            guard count > 4, bytes[0] != UInt8(ascii: "."), bytes[count - 4] == UInt8(ascii: ".") else { return false }
+            // `| 0x20` lowers an ASCII capital; no other byte becomes `u`, `r` or `l` by it.
+            return bytes[count - 3] | 0x20 == UInt8(ascii: "u") && bytes[count - 2] | 0x20 == UInt8(ascii: "r")
+                && bytes[count - 1] | 0x20 == UInt8(ascii: "l")
+        }
     }
 
     /// `x.url`, `x.1.url`, `x.2.url`, …: record names that never overwrite (invariant 5).

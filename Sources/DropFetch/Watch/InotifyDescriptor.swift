@@ -51,8 +51,12 @@ final class InotifyDescriptor {
                 while offset + headerSize <= count {
                     let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                     let start = offset + headerSize
-                    let name = String(decoding: raw[start..<min(count, start + Int(event.len))].prefix { $0 != 0 },
-                                      as: UTF8.self)
+                    // The name is NUL-padded; decoded from the buffer in place (a generic slice decodes byte by byte).
+                    let padded = UnsafeRawBufferPointer(rebasing: raw[start..<min(count, start + Int(event.len))])
+                    let length = padded.firstIndex(of: 0) ?? padded.count
+                    let name = padded.baseAddress.map {
+                        String(decoding: UnsafeBufferPointer(start: $0.assumingMemoryBound(to: UInt8.self), count: length), as: UTF8.self)
+                    } ?? ""
                     offset = start + Int(event.len)
                     events.append(Event(watch: event.wd, mask: event.mask, name: name))
                 }
