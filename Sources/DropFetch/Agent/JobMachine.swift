@@ -125,9 +125,9 @@ struct JobMachine {
     func snapshot() -> StatusRecord {
         var current = record
         current.downloads = downloads.map(\.status)
-        current.attempts = downloads.map(\.attempt).max() ?? 0
+        current.attempts = downloads.reduce(0) { max($0, $1.attempt) }
         if isFinished { return current }
-        let open = downloads.filter { !$0.isFinished }
+        let open = downloads.lazy.filter { !$0.isFinished }
         if isRunning || downloads.contains(where: { $0.phase == .publishing }) {
             current.state = .running
             current.retryAt = nil
@@ -145,7 +145,7 @@ struct JobMachine {
     /// failure's error, or a count of them), finished at `wall`.
     func finalRecord(wall: Int64) -> StatusRecord {
         var final = snapshot()
-        let failures = final.downloads.filter { $0.state != .done }
+        let failures = final.downloads.lazy.filter { $0.state != .done }
         final.state = failures.isEmpty ? .done : (failures.allSatisfy { $0.state == .cancelled } ? .cancelled : .failed)
         final.finished = Timestamp.format(seconds: wall)
         final.folder = nil
