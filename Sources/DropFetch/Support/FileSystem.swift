@@ -61,16 +61,7 @@ enum FileSystem {
     /// finishes the move (`Spool.completeInterruptedMoves`).
     static func moveNoReplace(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
                               describing source: @autoclosure () -> String, _ target: @autoclosure () -> String) throws(SystemError) {
-        // C strings made once (a name of 15 bytes or less is passed from a copy on the stack).
-        let renamed = try from.withCString { fromName in
-            to.withCString { toName in
-                Result { () throws(SystemError) in
-                    try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
-                        dfl_rename_noreplace(fromFolder, fromName, toFolder, toName)
-                    }
-                }
-            }
-        }.get()
+        let renamed = try renameNoReplaceCall(fromFolder, from, toFolder, to, describing: source())
         if renamed != nil { return }
         _ = try retryingEINTR("link", target()) { linkat(fromFolder, from, toFolder, to, 0) }
         do {
@@ -100,8 +91,20 @@ enum FileSystem {
     /// then renameat(2)): the names are single components, never resolved through a symlink.
     static func moveIntoPrivateFolder(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
                                       describing source: @autoclosure () -> String, _ target: @autoclosure () -> String) throws(SystemError) {
-        // C strings made once (a name of 15 bytes or less is passed from a copy on the stack).
-        let renamed = try from.withCString { fromName in
+        let renamed = try renameNoReplaceCall(fromFolder, from, toFolder, to, describing: source())
+        if renamed != nil { return }
+        var info = stat()
+        if fstatat(toFolder, to, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+            throw SystemError(code: EEXIST, operation: "rename", path: target())
+        }
+        _ = try retryingEINTR("rename", source()) { renameat(fromFolder, from, toFolder, to) }
+    }
+
+    /// renameat2(2) with RENAME_NOREPLACE; nil where the file system lacks the flag (EINVAL, ENOSYS).
+    /// The C strings are made once (a name of 15 bytes or less is passed from a copy on the stack).
+    private static func renameNoReplaceCall(_ fromFolder: Int32, _ from: String, _ toFolder: Int32, _ to: String,
+                                            describing source: @autoclosure () -> String) throws(SystemError) -> Int32? {
+        try from.withCString { fromName in
             to.withCString { toName in
                 Result { () throws(SystemError) in
                     try retryingEINTR("rename", source(), tolerating: EINVAL, ENOSYS) {
@@ -110,12 +113,6 @@ enum FileSystem {
                 }
             }
         }.get()
-        if renamed != nil { return }
-        var info = stat()
-        if fstatat(toFolder, to, &info, AT_SYMLINK_NOFOLLOW) == 0 {
-            throw SystemError(code: EEXIST, operation: "rename", path: target())
-        }
-        _ = try retryingEINTR("rename", source()) { renameat(fromFolder, from, toFolder, to) }
     }
 
     static func unlink(_ path: String) throws(SystemError) {

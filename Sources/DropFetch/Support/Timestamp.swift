@@ -37,7 +37,7 @@ public enum Timestamp {
 
     /// The UTC date and time of `seconds` since the epoch as `tm` fields (years since 1900, months
     /// from 0), for years 0–9999; nil outside them. The proleptic Gregorian calendar, as gmtime_r(3)
-    /// counts it (days from the civil date, H. Hinnant's algorithm).
+    /// counts it (`LocalDate(dayNumber:)`).
     static func civil(seconds: Int64) -> tm? {
         // 0000-01-01 and 10000-01-01 in seconds since the epoch.
         guard seconds >= -62_167_219_200, seconds < 253_402_300_800 else { return nil }
@@ -47,19 +47,11 @@ public enum Timestamp {
             second += 86_400
             days -= 1
         }
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthFromMarch = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
-        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let date = LocalDate(dayNumber: Int(days))
         var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
+        parts.tm_year = Int32(date.year - 1900)
+        parts.tm_mon = Int32(date.month - 1)
+        parts.tm_mday = Int32(date.day)
         parts.tm_hour = Int32(second / 3_600)
         parts.tm_min = Int32(second % 3_600 / 60)
         parts.tm_sec = Int32(second % 60)
