@@ -476,7 +476,10 @@ final class PartFile {
         _ = dfl_start_writeback(file.rawValue, start, end - start)
     }
 
-    private var recordTempName: String { "." + recordName + ".tmp" }
+    private var recordTempName: String { PartFile.recordTempName(of: recordName) }
+
+    /// The fixed temp name a new record file is written under before its rename (`writeRecord`).
+    static func recordTempName(of recordName: String) -> String { "." + recordName + ".tmp" }
 
     /// Writes the record, stamped with this boot: in place over its file (pwrite(2) of the same
     /// size, no new blocks: ResumeRecordFile), or as a new file (temp → rename) when there is
@@ -520,8 +523,11 @@ final class PartFile {
         var recordName: String { ResumeRecord.name(forPart: name) }
         var finalPath: String { FileSystem.join(folder.path, finalName) }
 
-        /// Removes the part and its record (the files of `discard`).
+        /// Removes the part and its record (the files of `discard`), and a record's temp that a
+        /// kill left mid-write: nothing else clears it once no part of this name is reserved
+        /// again. The temp goes first, while the part still holds the name, so it is this part's.
         func remove() {
+            try? folder.removeIfPresent(PartFile.recordTempName(of: recordName))
             try? folder.removeIfPresent(name)
             try? folder.removeIfPresent(recordName)
         }
