@@ -65,7 +65,7 @@ static inline long dfl_getrandom(void *buffer, unsigned long length) {
 
 #include <malloc.h>
 
-/// mallopt(3): freed heap kept for reuse up to `trim` bytes, blocks below `mmap` bytes from the heap.
+/// mallopt(3): blocks below `mmap_from` bytes come from the heap, and up to `trim_from` bytes of freed heap are kept.
 static inline void dfl_keep_freed_heap(int mmap_from, int trim_from) {
     mallopt(M_MMAP_THRESHOLD, mmap_from);
     mallopt(M_TRIM_THRESHOLD, trim_from);

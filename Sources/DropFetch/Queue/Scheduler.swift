@@ -117,13 +117,13 @@ struct Scheduler {
         })
     }
 
-    /// Queues a unit to start as soon as the limits allow; one already queued is replaced.
     /// Room for `additional` more queued units (a scan that finds thousands of job files): the
     /// index of where each unit is grows once instead of doubling, each doubling in fresh pages.
     mutating func reserveCapacity(_ additional: Int) {
         places.reserveCapacity(places.count + additional)
     }
 
+    /// Queues a unit to start as soon as the limits allow; one already queued is replaced.
     mutating func enqueue(_ entry: Entry) {
         removeUnit(entry.unit)
         insertReady(entry)

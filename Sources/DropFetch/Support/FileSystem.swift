@@ -181,13 +181,14 @@ enum FileSystem {
         }
     }
 
-    /// Whether `text` ends with the ASCII `suffix`, compared as bytes (`hasSuffix` compares
-    /// Characters, a walk of grapheme breaks).
+    /// Whether `text` ends with the ASCII `suffix` as whole Characters, compared as bytes
+    /// (`hasSuffix` walks grapheme breaks): the byte before it must be ASCII too, since a
+    /// non-ASCII one (a Unicode "prepend" mark) can join the suffix's first character.
     static func hasASCIISuffix(_ text: String, _ suffix: StaticString) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
             let count = suffix.utf8CodeUnitCount
-            guard bytes.count >= count else { return false }
+            guard bytes.count >= count, bytes.count == count || bytes[bytes.count - count - 1] < 0x80 else { return false }
             return memcmp(bytes.baseAddress! + (bytes.count - count), suffix.utf8Start, count) == 0
         }
     }
@@ -204,8 +205,9 @@ enum FileSystem {
         var head = head
         var tail = tail
         return head.withUTF8 { first in
-            // A suffix that is not ASCII is dropped by characters, as `dropLast` does.
-            guard dropping <= first.count, first.suffix(dropping).allSatisfy({ $0 < 0x80 }) else {
+            // Dropped by characters, as `dropLast` does, unless the suffix and the byte before it are
+            // ASCII (a non-ASCII one, a Unicode "prepend" mark, can join the suffix's first character).
+            guard dropping <= first.count, dropping == 0 || first.suffix(dropping + 1).allSatisfy({ $0 < 0x80 }) else {
                 return String(String(decoding: first, as: UTF8.self).dropLast(dropping)) + middle.description + tail
             }
             let kept = first.count - dropping

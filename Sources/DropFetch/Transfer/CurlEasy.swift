@@ -67,8 +67,7 @@ final class CurlEasy {
         try check(dfc_setopt_off(handle, option, curl_off_t(value)))
     }
 
-    /// String options are copied by libcurl (since 7.17.0), so the Swift string need not outlive the call.
-    /// libcurl copies the string; a short one is passed from a copy on the stack (withCString).
+    /// libcurl copies string options (since 7.17.0); a short string is passed from a copy on the stack (withCString).
     func set(_ option: CURLoption, _ value: String?) throws(CurlError) {
         guard let value else { return try check(dfc_setopt_string(handle, option, nil)) }
         try check(value.withCString { dfc_setopt_string(handle, option, $0) })

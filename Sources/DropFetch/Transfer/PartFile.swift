@@ -326,7 +326,7 @@ final class PartFile {
     /// Writes a new record file: temp (O_EXCL) → write → rename over `name`; returns its inode and size.
     private static func createRecordFile(_ record: ResumeRecord, named name: String, in folder: DirectoryHandle,
                                          key: RecordKey) throws(SystemError) -> (inode: UInt64, size: Int) {
-        let temp = "." + name + ".tmp"
+        let temp = PartFile.recordTempName(of: name)
         let file: FileDescriptor
         do {
             file = try folder.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)

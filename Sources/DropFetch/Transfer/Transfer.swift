@@ -116,10 +116,10 @@ final class Transfer {
         try configure()
     }
 
-    /// Sets the options of the request; throws a `TransferFailure` when it must not be sent at all.
     /// CURLOPT_USERAGENT, made once.
     private static let userAgent = "dropfetch/\(DropFetchVersion.string)"
 
+    /// Sets the options of the request; throws a `TransferFailure` when it must not be sent at all.
     private func configure() throws {
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_URL, request.target)

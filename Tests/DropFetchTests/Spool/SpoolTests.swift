@@ -4,6 +4,22 @@ import Testing
 
 @Suite("Spool moves")
 struct SpoolTests {
+    /// Names cut by bytes where that equals cutting by Characters, else as `dropLast` cuts them:
+    /// a Unicode "prepend" mark before `.url` joins the dot's Character (U+0600, GB9b).
+    @Test("record, state and status names: the name itself, and the same names as Character cuts give for a prepend mark")
+    func recordNames() {
+        #expect(Spool.candidateName("x.url", number: 0) == "x.url")
+        #expect(Spool.candidateName("x.url", number: 2) == "x.2.url")
+        #expect(Spool.candidateName("x.URL", number: 0) == "x.url")
+        #expect(Spool.stateName(forJob: "x.url") == "x.state.json")
+        #expect(Spool.statusName(forJob: "é.url") == "é.status.json")
+        let prepended = "a\u{0600}.url"
+        #expect(Spool.candidateName(prepended, number: 0) == String(prepended.dropLast(4)) + ".url")
+        #expect(Spool.stateName(forJob: prepended) == String(prepended.dropLast(4)) + ".state.json")
+        #expect(Spool.statusName(forJob: prepended) == String(prepended.dropLast(4)) + ".status.json")
+        #expect(FileSystem.join("/a/é", "b") == "/a/é/b" && FileSystem.join("", "b") == "/b")
+    }
+
     private func makeSpool(agent: String = "a1") throws -> (Spool, String) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
         let spool = Spool(root: root, agentID: agent, durable: true)
