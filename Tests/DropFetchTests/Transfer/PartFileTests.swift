@@ -236,6 +236,18 @@ struct PartFileTests {
         #expect(PartFile.readRecord(pieces.recordName, in: folder, key: Self.key)?.pieces == [PieceMap.Range(0, 10)])
     }
 
+    @Test("a discarded part takes with it the record temp a kill left mid-write; another part's temp stays")
+    func discardClearsRecordTemp() throws {
+        let (folder, path) = try makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let part = try reserve(in: folder)
+        let temp = PartFile.recordTempName(of: part.recordName)
+        let other = PartFile.recordTempName(of: ResumeRecord.name(forPart: "b.bin.part"))
+        for name in [temp, other] { #expect(FileManager.default.createFile(atPath: path + "/" + name, contents: Data([1]))) }
+        part.discard()
+        #expect(try names(in: path) == [other])
+    }
+
     @Test("after a crash the same owner takes its marked .part again: the same file, no resumable bytes, still no record")
     func crashedPartReopenedFromMark() throws {
         let (folder, path) = try makeFolder()
