@@ -1,16 +1,16 @@
 /// A 4-ary min-heap under a caller-given order, with an index map from each element's key to its
 /// slot: push, pop, removal and re-ordering by key are all O(log n), so a spool of 100,000 jobs is
 /// queued and pruned without quadratic costs. A key is in the heap at most once.
-struct PriorityHeap<Key: Hashable, Element> {
+struct PriorityHeap<Key: SlotKey, Element> {
     private var storage: [Element] = []
-    private var slots: [Key: Int] = [:]
+    private var slots = SlotTable<Key>()
     private let key: (Element) -> Key
     /// True when the first argument must come out before the second.
     private let precedes: (Element, Element) -> Bool
     /// Calls of `precedes` so far: the work done, for tests that check a bound on it.
     private(set) var comparisons = 0
-    /// Children per node: half the levels of a binary heap, so half the index map's writes a sift
-    /// (each costs a hash), for the same comparisons (three among the children, one with the element).
+    /// Children per node: half the levels of a binary heap, so half the index map's writes a sift,
+    /// for the same comparisons (three among the children, one with the element).
     private static var arity: Int { 4 }
 
     init(key: @escaping (Element) -> Key, precedes: @escaping (Element, Element) -> Bool) {
@@ -56,7 +56,7 @@ struct PriorityHeap<Key: Hashable, Element> {
     mutating func filter(_ keep: (Element) -> Bool) {
         let kept = storage.filter(keep)
         storage = []
-        slots = [:]
+        slots.removeAll()
         for element in kept { push(element) }
     }
 

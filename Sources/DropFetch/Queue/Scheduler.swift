@@ -10,7 +10,7 @@
 /// decision costs O(log n) for each host or class that is full right now — at most the hosts of
 /// the running downloads, and the classes — and nothing for the units queued behind a refused head.
 struct Scheduler {
-    struct Unit: Hashable, Sendable {
+    struct Unit: Hashable, Sendable, SlotKey {
         var job: Int
         var download: Int
 
@@ -21,6 +21,8 @@ struct Scheduler {
         func hash(into hasher: inout Hasher) {
             hasher.combine(job &<< 16 ^ download)
         }
+
+        var slotBits: UInt64 { UInt64(truncatingIfNeeded: job &<< 16 ^ download) }
     }
 
     struct Entry: Sendable, Equatable {
@@ -71,7 +73,7 @@ struct Scheduler {
     private var top: PriorityHeap<Int32, (classID: Int32, head: Head)>
     private var waiting: PriorityHeap<Unit, (entry: Entry, due: Int64)>
     /// Where each queued unit is: the id of its lane, or `Scheduler.waitingLane`.
-    private var places: [Unit: Int32] = [:]
+    private var places = SlotTable<Unit>()
     /// Jobs with queued units past their first download: how many, and the highest index (for
     /// `remove(job:)`, which looks each one up).
     private var laterDownloads: [Int: (count: Int, highest: Int)] = [:]
@@ -261,7 +263,8 @@ struct Scheduler {
     }
 
     private mutating func removeUnit(_ unit: Unit) {
-        guard let id = places[unit] else { return }
+        guard let place = places[unit] else { return }
+        let id = Int32(truncatingIfNeeded: place)
         unplace(unit)
         if id == Scheduler.waitingLane {
             waiting.remove(unit)
@@ -355,7 +358,7 @@ struct Scheduler {
     }
 
     private mutating func place(_ unit: Unit, in id: Int32) {
-        places[unit] = id
+        places[unit] = Int(id)
         if unit.download > 0 {
             let later = laterDownloads[unit.job] ?? (0, 0)
             laterDownloads[unit.job] = (later.count + 1, max(later.highest, unit.download))
