@@ -562,7 +562,7 @@ public final class Agent {
                 logger.info("config unchanged", metadata: ["path": "\(path)"])
                 return
             }
-            context.config = fresh
+            context.replaceConfig(fresh)
             names.closeRoots()
             runner.requeueUnstarted()
             bandwidth.applyRateLimits()

@@ -4,8 +4,18 @@ import Logging
 /// handle. One per agent; only the event loop's thread touches it.
 final class AgentContext {
     /// Read by every part at every step and replaced only by a reload, on the same thread: no
-    /// dynamic exclusivity check (swift_beginAccess) on each read.
-    @exclusivity(unchecked) var config: Config
+    /// dynamic exclusivity check (swift_beginAccess) on each read. Held by reference, so a read
+    /// borrows its `let` and a worker's request takes it with one retain: a `Config` copy retains
+    /// every string and array in it (three copies a small job when it was a `var` here).
+    @exclusivity(unchecked) private(set) var shared: Config.Shared
+    var config: Config {
+        _read { yield shared.config }
+    }
+
+    /// A reload's config, in force from now on.
+    func replaceConfig(_ fresh: Config) {
+        shared = Config.Shared(fresh)
+    }
     let options: Agent.Options
     let logger: Logger
     let spool: Spool
@@ -45,7 +55,7 @@ final class AgentContext {
 
     init(config: Config, options: Agent.Options, logger: Logger, spool: Spool, agentID: String,
          destinationRoot: String, multi: CurlMulti, crashPlan: CrashPlan?, clock: AgentClock = AgentClock()) {
-        self.config = config
+        shared = Config.Shared(config)
         self.options = options
         self.logger = logger
         self.spool = spool

@@ -28,7 +28,7 @@ final class OutputNames: AgentPart {
     /// What a claim's worker needs to take the job's first output name itself (`JobClaim`).
     func claimNaming() -> JobClaim.Naming? {
         guard let key = spool.recordKey else { return nil }
-        return JobClaim.Naming(config: config, roots: destinations, defaultDestination: context.destinationRoot,
+        return JobClaim.Naming(shared: context.shared, roots: destinations, defaultDestination: context.destinationRoot,
                                key: key, generation: generation)
     }
 

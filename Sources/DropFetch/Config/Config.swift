@@ -170,3 +170,15 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
         return keyPath.isEmpty ? "\(place): \(message)" : "\(place): \(keyPath): \(message)"
     }
 }
+
+extension Config {
+    /// A config shared by reference and never changed: the agent's config in force, lent to
+    /// parts and worker requests without copying its strings and arrays.
+    final class Shared: Sendable {
+        let config: Config
+
+        init(_ config: Config) {
+            self.config = config
+        }
+    }
+}

@@ -58,7 +58,7 @@ final class JobClaim: WorkerTask {
     /// What the worker needs to take a name as `OutputNames.reservation` would: the config, the
     /// destination roots the loop has open, the default destination and the records' key.
     struct Naming: Sendable {
-        let config: Config
+        let shared: Config.Shared
         let roots: [String: DirectoryHandle]
         let defaultDestination: String
         let key: RecordKey
@@ -87,9 +87,9 @@ final class JobClaim: WorkerTask {
         /// accepts as it is (`JobAcceptance`); nil for anything it would refuse or handle otherwise.
         private func reserveFirst(_ contents: JobFileReader.Contents, _ naming: Naming)
             -> (Taken, (path: String, root: DirectoryHandle)?)? {
-            let config = naming.config
+            let shared = naming.shared
             guard case .success(let spec) = contents.parsed, let download = spec.downloads.first,
-                  case .success(let accepted) = JobAcceptance.check(spec, folder: claim.entry.folder, config: config)
+                  case .success(let accepted) = JobAcceptance.check(spec, folder: claim.entry.folder, config: shared.config)
             else { return nil }
             let jobClass = accepted.jobClass
             let path = jobClass?.destination.map(Agent.absolute) ?? naming.defaultDestination
@@ -111,8 +111,8 @@ final class JobClaim: WorkerTask {
             let reservation = PartReservation.Request(
                 root: root, subfolder: subfolder, dir: download.dir,
                 name: download.out ?? FileName.fromURL(download.urls[0]),
-                owner: PartOwner(job: claim.entry.name, claim: contents.inode), onConflict: config.onConflict,
-                digest: config.digest, mode: config.fileMode, durable: config.fsync, key: naming.key, distrustsData: false)
+                owner: PartOwner(job: claim.entry.name, claim: contents.inode), onConflict: shared.config.onConflict,
+                digest: shared.config.digest, mode: shared.config.fileMode, durable: shared.config.fsync, key: naming.key, distrustsData: false)
             guard case .reserved(let part) = reservation.perform() else { return nil }
             return (Taken(part: part, className: accepted.className), opened)
         }

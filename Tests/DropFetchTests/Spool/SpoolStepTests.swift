@@ -85,7 +85,7 @@ struct SpoolStepTests {
     private func naming(destination: String, protocols: [String] = ["http", "https"]) throws -> JobClaim.Naming {
         var config = Config()
         config.protocols = protocols
-        return JobClaim.Naming(config: config, roots: [:], defaultDestination: destination,
+        return JobClaim.Naming(shared: Config.Shared(config), roots: [:], defaultDestination: destination,
                                key: SpoolStepTests.key, generation: 0)
     }
 
