@@ -33,7 +33,7 @@ final class FinishBatch {
                 if position == 0 {
                     for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
                 }
-                handler(batch.endings[position])
+                handler(batch.takeEnding(position))
             }
         }
     }

@@ -79,6 +79,11 @@ final class GroupCommit {
 
     typealias Completion = (SystemError?) -> Void
 
+    /// A step waiting on targets of a round (indices into its `targets`).
+    private typealias Waiter = (targets: [Int], then: Completion)
+    /// What a waiter whose step ran is left as: its targets and closure released.
+    private static var ran: Waiter { ([], { _ in }) }
+
     /// Requests gathered for the next batch, or being synced in the one in flight (which keeps
     /// the targets' files and folders open until it is back).
     private struct Round {
@@ -87,7 +92,7 @@ final class GroupCommit {
         var exchanges: [Int: WorkerExchange] = [:]
         var index: [Key: Int] = [:]
         /// Each waiter's targets (indices into `targets`) and what runs once they are durable.
-        var waiters: [(targets: [Int], then: Completion)] = []
+        var waiters: [Waiter] = []
 
         mutating func add(_ requested: [Target], then: @escaping Completion) {
             var indices: [Int] = []
@@ -124,10 +129,11 @@ final class GroupCommit {
     /// cannot pass to another object meanwhile).
     private var inlineTasks: [ObjectIdentifier: (task: any WorkerTask, error: SystemError?)] = [:]
     private var gathering = Round()
-    /// Steps whose syncs are done, in order, with their error; run a few at a time (`runReadySteps`)
-    /// so that a large batch does not make one long loop turn.
-    private var ready: [(then: Completion, error: SystemError?)] = []
-    private var readyHead = 0
+    /// Batches back from the worker whose waiters' steps have not all run, oldest first, each
+    /// with its targets' errors and its next waiter: steps run a few at a time (`runReadySteps`)
+    /// and each finds its error as it runs, so that taking a batch of thousands of waiters is no
+    /// long loop turn, and each waiter's closure is released with its step, not all at once.
+    private var ready: [(waiters: [Waiter], errors: [SystemError?], next: Int)] = []
     /// Batches sent and the fsyncs they held (read by the tests).
     private(set) var batches = 0
     private(set) var syncs = 0
@@ -169,7 +175,7 @@ final class GroupCommit {
     }
 
     /// Steps whose syncs are done wait to run: the loop should not sleep.
-    var hasReadySteps: Bool { readyHead < ready.count }
+    var hasReadySteps: Bool { !ready.isEmpty }
 
     /// Runs `then` once every target is done and durable, with the first error if one failed.
     func sync(_ targets: [Target], then: @escaping Completion) {
@@ -215,7 +221,6 @@ final class GroupCommit {
     func abandon() {
         gathering = Round()
         ready.removeAll()
-        readyHead = 0
         inlineTasks.removeAll()
         if case .syncing(let worker, _) = state { state = .syncing(worker, Round()) }
     }
@@ -228,9 +233,7 @@ final class GroupCommit {
         state = .idle(worker)
         // Every task of the batch takes its answer before the first step runs.
         let errors = batch.outcomes.indices.map { round.exchanges[$0]?.collect() ?? batch.outcomes[$0].error }
-        for waiter in round.waiters {
-            ready.append((waiter.then, waiter.targets.lazy.compactMap { errors[$0] }.first))
-        }
+        if !round.waiters.isEmpty { ready.append((round.waiters, errors, 0)) }
         flush()
     }
 
@@ -245,18 +248,22 @@ final class GroupCommit {
 
     /// Runs ready steps, in order, until the `deadline` on CLOCK_MONOTONIC (at least one runs).
     /// Each step's closure is released as it runs, so what it held (a job, its files) is freed
-    /// within the budget, not all at once when the list empties.
+    /// within the budget, not all at once when the batch's last step has run.
     func runReadySteps(until deadline: Int64) {
-        while readyHead < ready.count {
-            let step = ready[readyHead]
-            ready[readyHead] = ({ _ in }, nil)
-            readyHead += 1
-            step.then(step.error)
+        while !ready.isEmpty {
+            let position = ready[0].next
+            let waiter = ready[0].waiters[position]
+            var error: SystemError?
+            for target in waiter.targets where error == nil { error = ready[0].errors[target] }
+            // Taken out before the step runs: a step may ask for syncs, or abandon every step (fenced).
+            if position + 1 == ready[0].waiters.count {
+                ready.removeFirst()
+            } else {
+                ready[0].waiters[position] = GroupCommit.ran
+                ready[0].next = position + 1
+            }
+            waiter.then(error)
             if MonotonicClock.nanoseconds() >= deadline { break }
-        }
-        if readyHead == ready.count {
-            ready.removeAll(keepingCapacity: true)
-            readyHead = 0
         }
     }
 }

@@ -49,10 +49,20 @@ final class JobFinish: WorkerTask {
         var unsynced: [SystemError] = []
     }
 
-    let request: Request
+    private(set) var request: Request
     /// How each item ended, kept on the loop once the batch is back.
     private(set) var endings: [Ending]
     private(set) var unsynced: [SystemError] = []
+
+    /// Item `position`'s ending, for its handler's step; the item and the ending are let go here,
+    /// so that a batch of hundreds of ends is freed one step at a time, not in the last step
+    /// (a 6 ms loop turn in P2 with fsync on).
+    func takeEnding(_ position: Int) -> Ending {
+        let ending = endings[position]
+        endings[position] = .published(name: "")
+        request.items[position] = Item(part: nil, filing: nil, spoolFolders: [])
+        return ending
+    }
 
     init(_ items: [Item], durable: Bool, crashPlan: CrashPlan?, fence: Fence? = nil) {
         request = Request(items: items, durable: durable, crashPlan: crashPlan, fence: fence)
@@ -66,7 +76,7 @@ final class JobFinish: WorkerTask {
     }
 
     struct Request: WorkerRequest {
-        let items: [Item]
+        fileprivate(set) var items: [Item]
         let durable: Bool
         let crashPlan: CrashPlan?
         /// Asked before each publication and each filing: a fenced agent takes neither.

@@ -171,6 +171,35 @@ struct SpoolStepTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: spool.work).filter { !$0.hasPrefix(".lock") }.isEmpty)
     }
 
+    @Test("each end of a finish batch is handed out once, and its item is let go with it while the others stay")
+    func finishEndsTakenOneByOne() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var items: [JobFinish.Item] = []
+        for job in ["a.url", "b.url"] {
+            try drop(job, in: root)
+            let name = try #require(try spool.claim(.init(relativePath: job, modified: 0)))
+            let filing = SpoolFiling(record(job), as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [])
+            items.append(JobFinish.Item(part: nil, filing: filing, spoolFolders: []))
+        }
+        let finish = JobFinish(items, durable: false, crashPlan: nil)
+        #expect(finish.perform() == nil)
+        guard case .filed(nil, let first, _) = finish.takeEnding(0) else {
+            Issue.record("a.url not filed")
+            return
+        }
+        #expect(first.job == "a.url")
+        #expect(finish.request.items[0].filing == nil, "the first item is let go once its end is taken")
+        #expect(finish.request.items[1].filing?.status.job == "b.url", "the second stays until its own step")
+        guard case .filed(nil, let second, _) = finish.takeEnding(1) else {
+            Issue.record("b.url not filed")
+            return
+        }
+        #expect(second.job == "b.url")
+        let done = try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
+        #expect(done == ["a.status.json", "a.url", "b.status.json", "b.url"])
+    }
+
     @Test("a job file replaced under its name after the claim is not filed: the filing ends as left and removes its status")
     func filingOfAReplacedJob() throws {
         let (spool, root) = try makeSpool()
