@@ -58,6 +58,8 @@ final class JobFinish: WorkerTask {
     /// so that a batch of hundreds of ends is freed one step at a time, not in the last step
     /// (a 6 ms loop turn in P2 with fsync on).
     func takeEnding(_ position: Int) -> Ending {
+        // Every item has a part or a filing: one with neither was taken already.
+        assert(request.items[position].part != nil || request.items[position].filing != nil, "an end taken twice")
         let ending = endings[position]
         endings[position] = .published(name: "")
         request.items[position] = Item(part: nil, filing: nil, spoolFolders: [])

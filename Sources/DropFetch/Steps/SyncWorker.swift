@@ -122,9 +122,11 @@ final class SyncWorker {
             }
         }
 
-        /// Hands a finished batch back and wakes the loop.
-        func finished(_ batch: Batch) {
-            responses.withLock { $0.append(batch) }
+        /// Hands a finished batch back and wakes the loop. The worker keeps no reference to it: the
+        /// loop then holds the only one, and a request it takes apart item by item (`JobFinish`) is
+        /// neither copied whole nor freed here, off the loop, once the worker moves on.
+        func finished(_ batch: inout Batch?) {
+            responses.withLock { $0.append(batch.take()!) }
             Channel.signal(done)
         }
     }
@@ -184,9 +186,11 @@ final class SyncWorker {
         // creations (each walking ext4's inode tables) does not keep the loop off a CPU it shares.
         _ = dfl_set_thread_batch()
         _ = dfl_set_thread_nice(channel.nice)
-        while var batch = channel.next() {
-            batch.outcomes = outcomes(of: batch.targets, fence: batch.fence)
-            channel.finished(batch)
+        var batch = channel.next()
+        while batch != nil {
+            batch!.outcomes = outcomes(of: batch!.targets, fence: batch!.fence)
+            channel.finished(&batch)
+            batch = channel.next()
         }
     }
 
