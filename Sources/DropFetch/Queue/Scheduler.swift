@@ -17,9 +17,9 @@ struct Scheduler {
         /// The `download` of an unclaimed inbox job: it is claimed when chosen, then its downloads queue.
         static let wholeJob = -1
 
-        /// One word hashed, not two: the heaps' index maps hash a unit at every level of a sift.
+        /// One word hashed, not two, the same the scheduler's own tables use (`SlotTable`).
         func hash(into hasher: inout Hasher) {
-            hasher.combine(job &<< 16 ^ download)
+            hasher.combine(slotBits)
         }
 
         var slotBits: UInt64 { UInt64(truncatingIfNeeded: job &<< 16 ^ download) }
