@@ -1,12 +1,12 @@
 /// Every job this agent owns and every transfer it runs: the one place that answers "is this job
 /// running", "which transfer is this", "what is left". Only the event loop uses it.
 final class JobTable {
-    private var jobs: [Int: Job] = [:]
+    private var jobs = IDTable<Job>()
     /// Ids of the jobs whose filing failed and is due again: the loop looks at these every turn, not at every job.
     private var failedFilings: Set<Int> = []
     private var idsByWorkName: [String: Int] = [:]
     /// Running downloads by the easy-handle key of their (first) transfer: one entry per download.
-    private var transfers: [Int: (transfer: Transfer, unit: Scheduler.Unit)] = [:]
+    private var transfers = IDTable<(transfer: Transfer, unit: Scheduler.Unit)>()
     /// Downloads split over several connections (issue 26), by their first transfer's key.
     private var groups: [Int: SegmentedDownload] = [:]
     /// The extra connections of split downloads: easy-handle key → the download's key.
@@ -44,14 +44,14 @@ final class JobTable {
 
     func add(_ job: Job) {
         jobs[job.id] = job
-        failedFilings.remove(job.id)
+        if !failedFilings.isEmpty { failedFilings.remove(job.id) }
         idsByWorkName[job.workName] = job.id
     }
 
     /// Forgets a job that was filed or left the work folder; its transfers must be ended first.
     func remove(_ job: Job) {
         jobs[job.id] = nil
-        failedFilings.remove(job.id)
+        if !failedFilings.isEmpty { failedFilings.remove(job.id) }
         // A job filed moments ago may share its work name with one claimed since.
         if idsByWorkName[job.workName] == job.id { idsByWorkName[job.workName] = nil }
     }
@@ -60,10 +60,10 @@ final class JobTable {
     /// transfers, every connection of a split download included, for their handles' removal.
     func removeAll() -> [Transfer] {
         let running = transfers.values.map(\.transfer) + groups.values.flatMap(\.transfers)
-        jobs = [:]
+        jobs.removeAll()
         failedFilings = []
         idsByWorkName = [:]
-        transfers = [:]
+        transfers.removeAll()
         groups = [:]
         segmentOwners = [:]
         return running
@@ -78,15 +78,15 @@ final class JobTable {
 
     /// The running transfer under `key`: a download's first transfer or a segment's.
     func transfer(key: Int) -> Transfer? {
-        if let segment = segmentOwners[key].flatMap({ groups[$0]?.running[key]?.transfer }) { return segment }
+        if !segmentOwners.isEmpty, let segment = segmentOwners[key].flatMap({ groups[$0]?.running[key]?.transfer }) { return segment }
         return transfers[key]?.transfer
     }
 
     /// The download under `key` (its first transfer's), forgotten with its segments; its
     /// download's phase is for the caller to set.
     func ended(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
-        if groups.removeValue(forKey: key) != nil { segmentOwners = segmentOwners.filter { $0.value != key } }
-        return transfers.removeValue(forKey: key)
+        if !groups.isEmpty, groups.removeValue(forKey: key) != nil { segmentOwners = segmentOwners.filter { $0.value != key } }
+        return transfers.removeValue(forID: key)
     }
 
     /// The running download under `key` (its first transfer's).
@@ -108,7 +108,7 @@ final class JobTable {
     }
 
     /// The split download under `key`, if it is one.
-    func group(key: Int) -> SegmentedDownload? { groups[key] }
+    func group(key: Int) -> SegmentedDownload? { groups.isEmpty ? nil : groups[key] }
 
     /// An extra connection `segment` of the split download under `key` was opened.
     func segmentStarted(_ segment: Int, of key: Int) {
@@ -117,7 +117,7 @@ final class JobTable {
 
     /// The key of the download whose connection `key` is: itself for a first transfer.
     func download(ofConnection key: Int) -> Int? {
-        if let owner = segmentOwners[key] { return owner }
+        if !segmentOwners.isEmpty, let owner = segmentOwners[key] { return owner }
         return transfers[key] != nil ? key : nil
     }
 
@@ -128,7 +128,7 @@ final class JobTable {
 
     /// Every open connection of the running download under `key`.
     func connections(ofDownload key: Int) -> [Transfer] {
-        if let group = groups[key] { return group.transfers }
+        if !groups.isEmpty, let group = groups[key] { return group.transfers }
         return transfers[key].map { [$0.transfer] } ?? []
     }
 
@@ -137,7 +137,7 @@ final class JobTable {
     /// Marks a job whose filing has begun: its own moves out of the work folder are not departures.
     func committing(_ job: Job) {
         job.handle(.commitBegins)
-        failedFilings.remove(job.id)
+        if !failedFilings.isEmpty { failedFilings.remove(job.id) }
     }
 
     /// A job whose filing did not begin after all (its last download was not published): active again.
