@@ -210,7 +210,7 @@ final class JobRunner: AgentPart {
                                    offset: transfer.requestedOffset, written: transfer.written,
                                    now: clock.now(), newAttempt: newAttempt), to: index)
         if recordsState { filer.saveState(job) }
-        bandwidth.applyRateLimits()
+        bandwidth.transferStarted(transfer, className: job.record.className, ownLimit: download.spec.maxDownloadLimit)
         JobLog.started(job, index, from: transfer.requestedOffset, logger: logger)
     }
 
@@ -230,7 +230,7 @@ final class JobRunner: AgentPart {
         guard let (transfer, unit) = table.ended(key: key) else { return }
         multi.remove(transfer.easy)
         admission.finished(host: transfer.request.host, className: table.job(unit.job)?.record.className ?? "default")
-        bandwidth.applyRateLimits()
+        bandwidth.transferEnded(key: key)
         if let descriptor = transfer.digestPending(after: result) {
             return hashing.append(PendingDigest(descriptor: descriptor, transfer: transfer, unit: unit, result: result))
         }
@@ -296,7 +296,8 @@ final class JobRunner: AgentPart {
                     admission.started(host: transfer.request.host, className: job.record.className)
                     table.started(transfer, for: unit)
                     job.apply(.redirected(key: transfer.easy.key, now: clock.now()), to: index)
-                    bandwidth.applyRateLimits()
+                    bandwidth.transferStarted(transfer, className: job.record.className,
+                                              ownLimit: job.spec.downloads[index].maxDownloadLimit)
                     logger.debug("redirected", metadata: ["job": "\(job.record.job)", "to": "\(Redaction.url(hop.target))"])
                     return
                 } catch {

@@ -95,6 +95,25 @@ final class BandwidthControl: AgentPart {
         context.metrics?.bytesByClass = transferMeter.bytesByClass
     }
 
+    /// A transfer of the table started (a download's first, or a redirect's next hop): while
+    /// nothing is limited it is only metered, without `applyRateLimits`' walk of every transfer.
+    func transferStarted(_ transfer: Transfer, className: String, ownLimit: Int64?) {
+        guard (ownLimit ?? 0) <= 0, nothingLimited else { return applyRateLimits() }
+        transferMeter.forget(transfer.easy.key)
+        transferMeter.track(transfer.easy.key, transfer, className: className, now: clock.now())
+    }
+
+    /// The download under `key` left the table, its `Transfer` still alive for its last bytes:
+    /// while nothing is limited, its bytes are counted and it is no longer metered.
+    func transferEnded(key: Int) {
+        guard nothingLimited else { return applyRateLimits() }
+        transferMeter.forget(key)
+        context.metrics?.bytesByClass = transferMeter.bytesByClass
+    }
+
+    /// No budget to keep: no transfer limited, none paused, and no limit configured or in force.
+    private var nothingLimited: Bool { !bandwidth.isActive && bandwidth.isEmpty && !configuresLimits }
+
     /// Whether the config limits any transfers: `limits.rate_limit` or a class's `rate_limit`.
     private var configuresLimits: Bool {
         if suspends != nil || !suspended.isEmpty { return true }
