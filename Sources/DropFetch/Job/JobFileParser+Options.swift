@@ -48,8 +48,9 @@ extension JobFileParser {
                                        + " than \(maxDirectoryBytes) bytes")
                 }
             }
-            spec.httpCredentials = try Self.credentials("http", user: httpUser, password: httpPassword)
-            spec.ftpCredentials = try Self.credentials("ftp", user: ftpUser, password: ftpPassword)
+            // Set only when given: each set of a boxed option compares all of them (DownloadSpec.setOption).
+            if let http = try Self.credentials("http", user: httpUser, password: httpPassword) { spec.httpCredentials = http }
+            if let ftp = try Self.credentials("ftp", user: ftpUser, password: ftpPassword) { spec.ftpCredentials = ftp }
             return spec
         }
 
