@@ -185,8 +185,8 @@ final class JobIntake: AgentPart {
     /// else it is removed, and the download takes its name when it starts, under the config in force.
     private func takeFirstPart(_ first: JobClaim.FirstPart, workName: String) {
         guard let job = table.job(workName: workName), first.generation == runner.names.generation,
-              job.record.className == first.className, let download = job.downloads.first,
-              download.part == nil, download.phase == .queued else {
+              job.record.className == first.className, !job.indices.isEmpty,
+              job.part(of: 0) == nil, job.phase(of: 0) == .queued else {
             return first.part.discard()
         }
         job.take(first.part, for: 0)

@@ -166,9 +166,10 @@ public struct DownloadSpec: Sendable, Equatable {
         self.out = out
         self.dir = dir
         self.line = line
-        self.checksum = checksum
-        self.headers = headers
-        self.maxDownloadLimit = maxDownloadLimit
+        // Boxed options set only when given: each set compares them all (`setOption`).
+        if let checksum { self.checksum = checksum }
+        if !headers.isEmpty { self.headers = headers }
+        if let maxDownloadLimit { self.maxDownloadLimit = maxDownloadLimit }
     }
 
     /// The user name and password to send to the mirror `url` (CURLOPT_USERNAME / CURLOPT_PASSWORD):
