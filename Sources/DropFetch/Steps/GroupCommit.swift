@@ -174,12 +174,19 @@ final class GroupCommit {
         return gathering.waiters.isEmpty && !hasReadySteps
     }
 
+    /// Whether requests are done as they come, on the caller's thread: a waiter's step runs
+    /// within its `sync` call.
+    var performsInline: Bool {
+        if case .inline = state { return true }
+        return false
+    }
+
     /// Steps whose syncs are done wait to run: the loop should not sleep.
     var hasReadySteps: Bool { !ready.isEmpty }
 
     /// Runs `then` once every target is done and durable, with the first error if one failed.
     func sync(_ targets: [Target], then: @escaping Completion) {
-        let targets = durable ? targets : targets.filter { !$0.isSync }
+        let targets = durable || !targets.contains(where: \.isSync) ? targets : targets.filter { !$0.isSync }
         // Nothing to do (syncs under `fsync: false`): the step goes on at once.
         guard !targets.isEmpty else { return then(nil) }
         switch state {

@@ -90,7 +90,7 @@ final class JobFinish: WorkerTask {
         func perform() -> Answer {
             var answer = Answer(endings: Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count))
             // For each item: nil when its part could not be published, else the name (nil without a part).
-            var names: [String??] = items.map { _ in nil }
+            var names = [String??](repeating: nil, count: items.count)
             for (position, item) in items.enumerated() {
                 guard holdsLease else {
                     answer.endings[position] = .notPublished(Failure(.internal, SyncWorker.fenced("").description))
@@ -105,11 +105,11 @@ final class JobFinish: WorkerTask {
                 case .failure(let failure): answer.endings[position] = .notPublished(failure)
                 }
             }
-            let published = items.indices.filter { names[$0] != nil }
-            syncFolders(published.compactMap { items[$0].part?.publication.part.folder }, &answer)
-            // In item order, as `published` is.
+            // The folder lists are made only when they are synced: without fsync they cost allocations only.
+            if durable { syncFolders(items.indices.compactMap { names[$0] != nil ? items[$0].part?.publication.part.folder : nil }, &answer) }
+            // In item order.
             var staged: [(position: Int, filing: SpoolFiling)] = []
-            for position in published {
+            for position in items.indices where names[position] != nil {
                 let part = items[position].part
                 let name = names[position]!
                 if part != nil { crashPlan?.reach(.published) }
@@ -139,12 +139,12 @@ final class JobFinish: WorkerTask {
                 switch filing.perform() {
                 case .filed(let done):
                     answer.endings[position] = .filed(name: name, record: filing.status, done)
-                    filed.append(position)
+                    if durable { filed.append(position) }
                 case .left: answer.endings[position] = .left(name: name, record: filing.status)
                 case .failed(let error): answer.endings[position] = .filingFailed(name: name, record: filing.status, error)
                 }
             }
-            syncFolders(filed.flatMap { items[$0].spoolFolders }, &answer)
+            if durable { syncFolders(filed.flatMap { items[$0].spoolFolders }, &answer) }
             return answer
         }
 
@@ -164,9 +164,8 @@ final class JobFinish: WorkerTask {
             }
         }
 
-        /// fsync(2) of each folder once (by device and inode), when the spool is durable.
+        /// fsync(2) of each folder once (by device and inode); asked for only when the spool is durable.
         private func syncFolders(_ folders: [DirectoryHandle], _ answer: inout Answer) {
-            guard durable else { return }
             var seen = Set<[UInt64]>()
             for folder in folders where seen.insert([folder.device, folder.inode]).inserted {
                 do {
