@@ -81,17 +81,21 @@ final class JobPublisher: AgentPart {
         -> (request: SpoolFiling, folders: [DirectoryHandle]) {
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
         let source = FileSystem.join(spool.work, job.workName)
-        let folders: [DirectoryHandle]
-        do {
-            folders = try spool.filedFolders(outcome, from: source)
-        } catch {
-            // The moves are still made; a folder that cannot be synced is reported, not undone.
-            logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
-            folders = []
+        var folders: [DirectoryHandle] = []
+        // Only synced (JobFinish) with `fsync: true`, which a reload cannot change.
+        if config.fsync {
+            do {
+                folders = try spool.filedFolders(outcome, from: source)
+            } catch {
+                // The moves are still made; a folder that cannot be synced is reported, not undone.
+                logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
+                folders = []
+            }
         }
-        let published = job.publishedFiles.map { (folder: $0.folder, name: $0.name) }
+        var published = job.publishedFiles.map { (folder: $0.folder, name: $0.name) }
+        if let publishedRecord { published.append(publishedRecord) }
         var request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
-                                  publishedRecords: published + (publishedRecord.map { [$0] } ?? []),
+                                  publishedRecords: published,
                                   removesState: job.stateFileMayExist, markedPart: markedPart)
         // Each download's URL as fetched, for the done index (a duplicate fetched none).
         if outcome == .done, record.duplicateOf == nil {

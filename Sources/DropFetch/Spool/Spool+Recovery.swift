@@ -53,14 +53,17 @@ extension Spool {
         while index < folders.count {
             let folder = folders[index]
             index += 1
+            let walksRouting = folder.hasPrefix(inbox)
             for entry in (try? FileSystem.entries(of: folder)) ?? [] {
-                let path = FileSystem.join(folder, entry.name)
-                if folder.hasPrefix(inbox), !entry.name.hasPrefix("."),
-                   entry.isDirectory ?? FileSystem.isDirectory(path), folders.count < 10_000 {
-                    folders.append(path)
+                // A temp file's name is hidden; of the rest only the inbox's routing folders count.
+                guard entry.name.hasPrefix(".") else {
+                    guard walksRouting, folders.count < 10_000 else { continue }
+                    let path = FileSystem.join(folder, entry.name)
+                    if entry.isDirectory ?? FileSystem.isDirectory(path) { folders.append(path) }
                     continue
                 }
-                guard entry.name.hasPrefix("."), entry.name.hasSuffix(".tmp"),
+                let path = FileSystem.join(folder, entry.name)
+                guard entry.name.hasSuffix(".tmp"),
                       let info = try? FileSystem.lstatus(path), (info.st_mode & S_IFMT) == S_IFREG,
                       now - Int64(info.st_mtim.tv_sec) > age else { continue }
                 if (try? FileSystem.unlink(path)) != nil { removed += 1 }

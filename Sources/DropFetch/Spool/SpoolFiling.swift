@@ -89,8 +89,9 @@ struct SpoolFiling: WorkerRequest {
                 for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
                 unmarked += removeOwnerMarks(of: owner)
             }
-            journal.append(name: FileSystem.baseName(of: filed.jobPath), outcome: outcome)
-            if outcome == .done { doneIndex.append(keys: fetchedURLs.map(URLKey.key), name: FileSystem.baseName(of: filed.jobPath)) }
+            let name = FileSystem.baseName(of: filed.jobPath)
+            journal.append(name: name, outcome: outcome)
+            if outcome == .done { doneIndex.append(keys: fetchedURLs.map(URLKey.key), name: name) }
             if let statePath { try? FileSystem.removeIfPresent(statePath) }
             return .filed(filed)
         } catch {
