@@ -285,7 +285,9 @@ final class JobIntake: AgentPart {
         // (Not one an earlier run began: the machine asks only while no attempt was made.)
         if (spec.duplicates ?? config.duplicates) == .skip { job.handle(.duplicateCheckAsked) }
         if job.isFinished { return publisher.fileJob(job) }
-        let due = previous?.retryAt.flatMap(Timestamp.parse).map { wall in
+        // A retry's backoff carries over; a hold by a window or a quota does not (docs/config.md:
+        // after a restart the gate decides again on the clock and the config of this run).
+        let due = previous.flatMap { $0.waitReason == nil ? $0.retryAt : nil }.flatMap(Timestamp.parse).map { wall in
             clock.now() + max(0, wall - clock.wallSeconds()) * 1000
         }
         for index in job.indices where !job.isFinished(index) {
