@@ -5,7 +5,8 @@ import Testing
 /// docs/config.md "Schedules and quotas" with the real binary. The agent runs under a fake wall
 /// clock (libfaketime, LD_PRELOAD for the agent only; FAKETIME="@…" starts its clock there and
 /// lets it run at real speed) in TZ=Europe/Berlin. Fake times are in 2027, after the real date,
-/// so that the jobs' mtimes are in the agent's past.
+/// so that the jobs' mtimes are in the agent's past. What needs no real process or running clock
+/// (a window's bounds, a quota's hold and reset, `run --once` in a pause) is `ScheduleInProcessTests`.
 @Suite("Schedules and quotas, end to end")
 struct ScheduleTests {
     static let libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -37,20 +38,6 @@ struct ScheduleTests {
         Thread.sleep(forTimeInterval: Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18)
         let (whole, fraction) = (ContinuousClock.now - start).components
         return Double(size(fixture, file) - before) / (Double(whole) + Double(fraction) / 1e18)
-    }
-
-    @Test("run --once inside a pause window starts nothing, exits 75 and names the schedule")
-    func onceInPauseWindow() throws {
-        let server = try TestHTTPServer()
-        server.serve("/p.bin", body: TestHTTPServer.randomBytes(10_000, seed: 270))
-        let fixture = try SpoolFixture(extraConfig: "once_wait: 1s\nschedule: [{ days: daily, time: \"00:00-24:00\", pause: true }]\n")
-        try fixture.drop("p.url", server.url("/p.bin") + "\n")
-        #expect(try fixture.runOnce(timeout: 30) == 75, "\(fixture.log)")
-        #expect(fixture.log.contains("held back by the schedule"), "\(fixture.log)")
-        #expect(fixture.jobs(in: "inbox") == ["p.url"])
-        #expect(server.requests(to: "/p.bin").isEmpty)
-        // Nothing in the spool root but the five folders: no quota/ without a quota.
-        #expect(fixture.names(in: "").sorted() == ["done", "failed", "hold", "inbox", "work"])
     }
 
     @Test("a daily quota reached mid-file lets the file finish, holds the next job (waiting, reason quota, retry_at midnight) and counts across restarts; after midnight it runs")
