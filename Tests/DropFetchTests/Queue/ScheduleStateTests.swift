@@ -2,9 +2,11 @@ import Glibc
 import Testing
 @testable import DropFetch
 
+extension LocalTimeSuites {
 /// The schedule and quota state computed from the clock, in a named time zone (TZ=Europe/Berlin,
-/// set for this suite; nothing else in the tests reads local time): midnight, overlapping
-/// windows, and both DST changes of 2026 (29 March 02:00 → 03:00, 25 October 03:00 → 02:00).
+/// set for this suite; the other suite that reads local time runs after it, `LocalTimeSuites`):
+/// midnight, overlapping windows, and both DST changes of 2026 (29 March 02:00 → 03:00, 25 October
+/// 03:00 → 02:00).
 @Suite(.serialized) struct ScheduleStateTests {
     private static func inBerlin<T>(_ body: (LocalCalendar) throws -> T) rethrows -> T {
         let saved = getenv("TZ").map { String(cString: $0) }
@@ -142,4 +144,5 @@ import Testing
         #expect(text == "daily 2026-03-29 iso 42\nmonthly 2026-03-01 default 7\n")
         #expect(QuotaLedger.parse(text + "junk line\nweekly x y -5\n") == counts)
     }
+}
 }
