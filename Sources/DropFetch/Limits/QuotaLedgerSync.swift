@@ -10,8 +10,8 @@ final class QuotaLedgerSync: WorkerTask {
     /// Why this agent's file could not be written, if it was not.
     private(set) var writeError: SystemError?
 
-    init(folder: String, agent: String, text: String?, bound: QuotaBound) {
-        request = Request(folder: folder, agent: agent, text: text, bound: bound)
+    init(folder: String, agent: String, text: String?, bound: QuotaBound, wall: Int64) {
+        request = Request(folder: folder, agent: agent, text: text, bound: bound, wall: wall)
     }
 
     func received(_ answer: Answer) -> SystemError? {
@@ -32,6 +32,8 @@ final class QuotaLedgerSync: WorkerTask {
         let text: String?
         /// What another agent's count can be at most (`QuotaBound`).
         let bound: QuotaBound
+        /// The agent's wall time in seconds when the exchange was asked for (its `AgentClock`).
+        let wall: Int64
 
         func perform() -> Answer {
             var failure: SystemError?
@@ -42,7 +44,7 @@ final class QuotaLedgerSync: WorkerTask {
                     failure = error
                 }
             }
-            let others = QuotaLedger.others(in: folder, except: agent, bound: bound, now: Int64(time(nil)))
+            let others = QuotaLedger.others(in: folder, except: agent, bound: bound, now: wall)
             return Answer(others: others, writeError: failure)
         }
     }

@@ -112,7 +112,8 @@ final class ScheduleGate: AgentPart {
             others = QuotaLedger.others(in: ledger.folder, except: ledger.agent, bound: bound, now: wall)
         } else if !syncInFlight {
             syncInFlight = true
-            let sync = QuotaLedgerSync(folder: ledger.folder, agent: ledger.agent, text: ledger.takeText(now: now), bound: bound)
+            let sync = QuotaLedgerSync(folder: ledger.folder, agent: ledger.agent, text: ledger.takeText(now: now), bound: bound,
+                                       wall: wall)
             context.finishSteps.sync([.task(sync)]) { [self] _ in
                 syncInFlight = false
                 if sync.request.text != nil { noteWrite(sync.writeError, ledger: ledger, now: clock.now()) }
