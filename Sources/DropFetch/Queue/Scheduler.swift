@@ -56,8 +56,8 @@ struct Scheduler {
         var item: Item
     }
 
-    private typealias LaneQueue = PriorityHeap<Unit, Item>
-    private typealias ClassQueue = PriorityHeap<Int32, Head>
+    private typealias LaneQueue = PriorityHeap<LaneOrder>
+    private typealias ClassQueue = PriorityHeap<ClassOrder>
 
     private(set) var order: Config.Order
     /// Lanes by id, each with its class's id; a lane's id is released when it runs empty and reused.
@@ -70,8 +70,8 @@ struct Scheduler {
     private var classes: [ClassQueue?] = []
     private var classIDs: [String: Int32] = [:]
     /// The head of each class with ready units, by class id.
-    private var top: PriorityHeap<Int32, (classID: Int32, head: Head)>
-    private var waiting: PriorityHeap<Unit, (entry: Entry, due: Int64)>
+    private var top: PriorityHeap<TopOrder>
+    private var waiting: PriorityHeap<WaitingOrder>
     /// Where each queued unit is: the id of its lane, or `Scheduler.waitingLane`.
     private var places = SlotTable<Unit>()
     /// Jobs with queued units past their first download: how many, and the highest index (for
@@ -94,29 +94,63 @@ struct Scheduler {
     var waitingCount: Int { waiting.count }
     var isEmpty: Bool { readyCount == 0 && waiting.isEmpty }
 
-    private static func precedence(_ order: Config.Order) -> (Item, Item) -> Bool {
-        { a, b in
+    /// The run order of two ready units: higher priority, then arrival (`fifo` or `lifo`), then a
+    /// claimed job's download before an unclaimed inbox job, then download and job.
+    private struct ItemOrder {
+        let fifo: Bool
+
+        init(_ order: Config.Order) { fifo = order == .fifo }
+
+        func precedes(_ a: Item, _ b: Item) -> Bool {
             if a.priority != b.priority { return a.priority > b.priority }
-            if a.arrival != b.arrival { return order == .fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
+            if a.arrival != b.arrival { return fifo ? a.arrival < b.arrival : a.arrival > b.arrival }
             // A job claimed to run goes before the inbox jobs that arrived with it: else a batch
             // written within one mtime tick would be claimed whole before any of it starts.
             let (aClaimed, bClaimed) = (a.unit.download != Unit.wholeJob, b.unit.download != Unit.wholeJob)
             if aClaimed != bClaimed { return aClaimed }
             if a.unit.download != b.unit.download { return a.unit.download < b.unit.download }
-            return order == .fifo ? a.unit.job < b.unit.job : a.unit.job > b.unit.job
+            return fifo ? a.unit.job < b.unit.job : a.unit.job > b.unit.job
         }
     }
 
-    private static func topQueue(_ order: Config.Order) -> PriorityHeap<Int32, (classID: Int32, head: Head)> {
-        let precedes = precedence(order)
-        return PriorityHeap(key: { $0.classID }, precedes: { precedes($0.head.item, $1.head.item) })
+    /// A lane's units, by unit.
+    private struct LaneOrder: HeapOrder {
+        let items: ItemOrder
+        func key(of element: Item) -> Unit { element.unit }
+        func precedes(_ a: Item, _ b: Item) -> Bool { items.precedes(a, b) }
     }
 
-    private static func waitingQueue(_ order: Config.Order) -> PriorityHeap<Unit, (entry: Entry, due: Int64)> {
-        let precedes = precedence(order)
-        return PriorityHeap(key: { $0.entry.unit }, precedes: { a, b in
-            a.due != b.due ? a.due < b.due : precedes(Item(a.entry), Item(b.entry))
-        })
+    /// A class's lanes by their heads, by lane id.
+    private struct ClassOrder: HeapOrder {
+        let items: ItemOrder
+        func key(of element: Head) -> Int32 { element.lane }
+        func precedes(_ a: Head, _ b: Head) -> Bool { items.precedes(a.item, b.item) }
+    }
+
+    /// The classes by their heads, by class id.
+    private struct TopOrder: HeapOrder {
+        let items: ItemOrder
+        func key(of element: (classID: Int32, head: Head)) -> Int32 { element.classID }
+        func precedes(_ a: (classID: Int32, head: Head), _ b: (classID: Int32, head: Head)) -> Bool {
+            items.precedes(a.head.item, b.head.item)
+        }
+    }
+
+    /// Units waiting for a retry: the soonest due first, then in run order.
+    private struct WaitingOrder: HeapOrder {
+        let items: ItemOrder
+        func key(of element: (entry: Entry, due: Int64)) -> Unit { element.entry.unit }
+        func precedes(_ a: (entry: Entry, due: Int64), _ b: (entry: Entry, due: Int64)) -> Bool {
+            a.due != b.due ? a.due < b.due : items.precedes(Item(a.entry), Item(b.entry))
+        }
+    }
+
+    private static func topQueue(_ order: Config.Order) -> PriorityHeap<TopOrder> {
+        PriorityHeap(TopOrder(items: ItemOrder(order)))
+    }
+
+    private static func waitingQueue(_ order: Config.Order) -> PriorityHeap<WaitingOrder> {
+        PriorityHeap(WaitingOrder(items: ItemOrder(order)))
     }
 
     /// Room for `additional` more queued units (a scan that finds thousands of job files): the
@@ -279,7 +313,7 @@ struct Scheduler {
 
     private mutating func laneID(_ lane: Lane) -> Int32 {
         if let id = laneIDs[lane] { return id }
-        let queue = LaneQueue(key: { $0.unit }, precedes: Scheduler.precedence(order))
+        let queue = LaneQueue(LaneOrder(items: ItemOrder(order)))
         let classID = classID(lane.className)
         let id: Int32
         if let free = freeLaneIDs.popLast() {
@@ -353,8 +387,7 @@ struct Scheduler {
     }
 
     private func classQueue() -> ClassQueue {
-        let precedes = Scheduler.precedence(order)
-        return ClassQueue(key: { $0.lane }, precedes: { precedes($0.item, $1.item) })
+        ClassQueue(ClassOrder(items: ItemOrder(order)))
     }
 
     private mutating func place(_ unit: Unit, in id: Int32) {

@@ -400,12 +400,20 @@ struct SplitMix {
     }
 }
 
+/// A heap order given as two closures, for heaps of test values.
+struct ClosureOrder<Key: SlotKey, Element>: HeapOrder {
+    let keyOf: (Element) -> Key
+    let before: (Element, Element) -> Bool
+    func key(of element: Element) -> Key { keyOf(element) }
+    func precedes(_ a: Element, _ b: Element) -> Bool { before(a, b) }
+}
+
 @Suite("PriorityHeap")
 struct PriorityHeapTests {
     @Test("pops in order after pushes, removals and replacements by key")
     func orderKept() {
         var random = SplitMix(seed: 42)
-        var heap = PriorityHeap<Int, (id: Int, value: Int)>(key: { $0.id }, precedes: { $0.value < $1.value })
+        var heap = PriorityHeap(ClosureOrder<Int, (id: Int, value: Int)>(keyOf: { $0.id }, before: { $0.value < $1.value }))
         var model: [Int: Int] = [:]
         for _ in 0..<5_000 {
             let id = Int(random.next() % 700)
@@ -430,7 +438,7 @@ struct PriorityHeapTests {
 
     @Test("removing by key costs O(log n) comparisons")
     func removalIsLogarithmic() {
-        var heap = PriorityHeap<Int, Int>(key: { $0 }, precedes: { $0 < $1 })
+        var heap = PriorityHeap(ClosureOrder<Int, Int>(keyOf: { $0 }, before: { $0 < $1 }))
         let n = 1 << 16
         for value in (0..<n).reversed() { heap.push(value) }
         for value in stride(from: 1, to: n, by: 997) {
