@@ -89,7 +89,6 @@ final class JobPublisher: AgentPart {
             } catch {
                 // The moves are still made; a folder that cannot be synced is reported, not undone.
                 logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
-                folders = []
             }
         }
         var published = job.publishedFiles.map { (folder: $0.folder, name: $0.name) }

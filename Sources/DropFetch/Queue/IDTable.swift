@@ -41,14 +41,6 @@ struct IDTable<Value> {
         return values.removeLast()
     }
 
-    /// Changes the value under `id` in place (no copy of it while it is changed); false when absent.
-    @discardableResult
-    mutating func modify(_ id: Int, _ change: (inout Value) -> Void) -> Bool {
-        guard let position = positions[id] else { return false }
-        change(&values[position])
-        return true
-    }
-
     mutating func removeAll() {
         self = IDTable()
     }
