@@ -248,7 +248,7 @@ extension JobRunner {
         }
         let status = lead.easy.info(long: CURLINFO_RESPONSE_CODE)
         switch group.result(httpStatus: status == 0 ? nil : status, resumedFrom: job.machine.downloads[index].status.resumedFrom,
-                            contentDisposition: lead.response(header: "content-disposition")) {
+                            contentDisposition: lead.response(header: .contentDisposition)) {
         case .completed(let result):
             publisher.publish(group.part, result, job, index)
         case .failed(let failure):

@@ -182,7 +182,7 @@ extension Transfer {
     /// is followed, and the address found is what the hop is pinned to (`follow`). Returns false,
     /// after recording the address, to abort the transfer.
     func redirectAllowed() -> Bool {
-        guard proxyUse != .none, let location = response(header: "location") else { return true }
+        guard proxyUse != .none, let location = response(header: .location) else { return true }
         guard let current = easy.info(string: CURLINFO_EFFECTIVE_URL),
               let next = try? CurlURL(location, relativeTo: current), let host = next.host else { return true }
         let check = ProxyRoute.checkTarget(host: host)

@@ -54,8 +54,8 @@ extension Transfer {
             return false
         }
         if let refusal = SegmentCheck.refusal(
-            status: status, contentRange: response(header: "content-range"), etag: response(header: "etag"),
-            lastModified: response(header: "last-modified"), segment: segment.requested, total: segment.total,
+            status: status, contentRange: response(header: .contentRange), etag: response(header: .etag),
+            lastModified: response(header: .lastModified), segment: segment.requested, total: segment.total,
             validator: segment.validator) {
             state = .restarting(refusal)
             return false

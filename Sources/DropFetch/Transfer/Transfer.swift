@@ -191,7 +191,7 @@ final class Transfer {
     }
 
     /// A header of the response being read (lower-case name).
-    func response(header name: String) -> String? { response[name] }
+    func response(header name: ResponseHeaders.Name) -> String? { response[name] }
 
     // MARK: - libcurl callbacks
 
@@ -301,10 +301,10 @@ final class Transfer {
         if let fence = request.fence, !fence.permits() { return false }
         if let segment { return decideSegment(status: status, segment) }
         return apply(ResumeDecision.decide(
-            status: status, contentRange: response["content-range"],
-            contentLength: response["content-length"].flatMap { Int64($0.trimmingWhitespace()) },
+            status: status, contentRange: response[.contentRange],
+            contentLength: response[.contentLength].flatMap { Int64($0.trimmingWhitespace()) },
             offset: requestedOffset, recordedTotal: part.record.size,
-            validatorMatches: part.record.matches(etag: response["etag"], lastModified: response["last-modified"])))
+            validatorMatches: part.record.matches(etag: response[.etag], lastModified: response[.lastModified])))
     }
 
     /// FTP and SFTP: decides from the remote size and modification time libcurl learnt before the
@@ -367,8 +367,8 @@ final class Transfer {
         appendedFrom = offset
         total = size
         digest = try DownloadDigest.start(for: part, algorithms: digestAlgorithms, available: part.size, total: size)
-        part.describe(url: Redaction.url(request.url), mirror: request.mirror, etag: response["etag"],
-                      lastModified: response["last-modified"], total: size, modified: remoteModified)
+        part.describe(url: Redaction.url(request.url), mirror: request.mirror, etag: response[.etag],
+                      lastModified: response[.lastModified], total: size, modified: remoteModified)
         // The validators reach the record (in place, unsynced) before the body does, so that a
         // kill at any moment on this boot resumes all of the data written. Small files are cheaper
         // to fetch again: theirs waits for the periodic checkpoint, unless the record on disk
@@ -380,9 +380,9 @@ final class Transfer {
     /// file's size, Accept-Ranges and its strong validator.
     var splitFacts: SegmentCheck.FirstResponse {
         SegmentCheck.FirstResponse(
-            status: response.status, total: total, acceptRanges: response["accept-ranges"],
-            validator: SegmentCheck.strongValidator(etag: response["etag"], lastModified: response["last-modified"],
-                                                    date: response["date"]))
+            status: response.status, total: total, acceptRanges: response[.acceptRanges],
+            validator: SegmentCheck.strongValidator(etag: response[.etag], lastModified: response[.lastModified],
+                                                    date: response[.date]))
     }
 
     /// The download was split: its digest is taken over by the segmented download, which hashes
@@ -515,7 +515,7 @@ final class Transfer {
         }
         return .completed(TransferResult(bytes: written, sha256: request.digest == .sha256 ? digests[.sha256] : nil,
                                          httpStatus: httpStatus, resumedFrom: appendedFrom,
-                                         contentDisposition: response["content-disposition"]))
+                                         contentDisposition: response[.contentDisposition]))
     }
 
 }
