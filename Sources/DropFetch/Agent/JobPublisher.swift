@@ -93,17 +93,18 @@ final class JobPublisher: AgentPart {
         }
         var published = job.publishedFiles.map { (folder: $0.folder, name: $0.name) }
         if let publishedRecord { published.append(publishedRecord) }
-        var request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
-                                  publishedRecords: published,
-                                  removesState: job.stateFileMayExist, markedPart: markedPart)
         // Each download's URL as fetched, for the done index (a duplicate fetched none).
+        var fetched: [String] = []
         if outcome == .done, record.duplicateOf == nil {
-            request.fetchedURLs = job.indices.compactMap { index in
+            fetched = job.indices.compactMap { index in
                 guard index < record.downloads.count, record.downloads[index].state == .done else { return nil }
                 let urls = job.spec.downloads[index].urls
                 return urls[min(job.machine.downloads[index].mirror, urls.count - 1)]
             }
         }
+        let request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
+                                  publishedRecords: published, removesState: job.stateFileMayExist,
+                                  markedPart: markedPart, fetchedURLs: fetched)
         return (request, folders)
     }
 

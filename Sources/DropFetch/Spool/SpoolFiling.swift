@@ -5,7 +5,9 @@ import Glibc
 /// (`Spool.fileStaged`), the job file beside it, and its state file removed. On a busy disk each
 /// rename can wait milliseconds for a folder block under write I/O, which on the loop stalled
 /// every transfer. The status is written before (`temp`), the folders synced after.
-struct SpoolFiling: WorkerRequest {
+/// A class of constants: a batch's items and their endings pass it along with one retain, where
+/// the struct it was (its record key, paths and lists) was copied field by field five times a job.
+final class SpoolFiling: WorkerRequest {
     /// How the filing ended.
     enum Ending: Sendable {
         case filed(Spool.Filed)
@@ -18,7 +20,9 @@ struct SpoolFiling: WorkerRequest {
 
     /// The job file in the work folder.
     let source: String
-    private(set) var status: StatusRecord
+    /// The record as planned on the loop; a published part's final name is set into a copy of it
+    /// on the worker (`JobFinish`), which files that copy (`perform(recording:)`).
+    let status: StatusRecord
     let outcome: Spool.Outcome
     /// Where the status is written first (in the work folder, beside the job file).
     let temp: String
@@ -43,13 +47,13 @@ struct SpoolFiling: WorkerRequest {
     let doneIndex: DoneIndex
     /// The URL each finished download was fetched from, as written in the job file (credentials
     /// included: only its key goes to the index), for `doneIndex`.
-    var fetchedURLs: [String] = []
+    let fetchedURLs: [String]
 
     /// The filing of the job file at `source` under `status`, planned on the loop (the record
     /// numbers the spool remembers are the loop's).
     init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
          publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
-         markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil) {
+         markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil, fetchedURLs: [String] = []) {
         self.source = source
         self.status = status
         self.outcome = outcome
@@ -64,14 +68,15 @@ struct SpoolFiling: WorkerRequest {
         key = spool.recordKey
         journal = spool.journal
         doneIndex = spool.doneIndex
-    }
-
-    /// Download `index`'s file, named on the worker once its part is published.
-    mutating func setFile(_ path: String, of index: Int) {
-        status.downloads[index].file = path
+        self.fetchedURLs = fetchedURLs
     }
 
     func perform() -> Ending {
+        perform(recording: status)
+    }
+
+    /// Files the job under `status`: the planned record, or a copy of it naming a part published since.
+    func perform(recording status: StatusRecord) -> Ending {
         var inode = claim
         if inode == 0 {
             do {
@@ -87,7 +92,7 @@ struct SpoolFiling: WorkerRequest {
         do {
             let filed = try Spool.fileStaged(staged, from: source, into: folder, firstFree: firstFree, crashPlan: crashPlan) {
                 for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
-                unmarked += removeOwnerMarks(of: owner)
+                unmarked += removeOwnerMarks(of: owner, downloads: status.downloads)
             }
             let name = FileSystem.baseName(of: filed.jobPath)
             journal.append(name: name, outcome: outcome)
@@ -110,9 +115,9 @@ struct SpoolFiling: WorkerRequest {
     /// The completing part's through its descriptor (one fremovexattr(2)); the others'
     /// (published earlier, or found finished) by name, each only if its mark is this job's.
     /// Returns the files whose marks it removed, still open.
-    private func removeOwnerMarks(of owner: PartOwner) -> [FileDescriptor] {
+    private func removeOwnerMarks(of owner: PartOwner, downloads: [DownloadStatus]) -> [FileDescriptor] {
         var unmarked: [FileDescriptor] = []
-        for (index, download) in status.downloads.enumerated() where download.state == .done {
+        for (index, download) in downloads.enumerated() where download.state == .done {
             if let markedPart, markedPart.download == index {
                 // Where the part's folder keeps no user attribute, its owner was in its record alone.
                 guard !markedPart.folder.refusesUserAttributes else { continue }

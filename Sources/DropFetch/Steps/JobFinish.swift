@@ -68,8 +68,11 @@ final class JobFinish: WorkerTask {
 
     init(_ items: [Item], durable: Bool, crashPlan: CrashPlan?, fence: Fence? = nil) {
         request = Request(items: items, durable: durable, crashPlan: crashPlan, fence: fence)
-        endings = Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count)
+        endings = Array(repeating: JobFinish.unfinished, count: items.count)
     }
+
+    /// The ending of an item the worker never reached, made once (a `Failure` escapes its message).
+    fileprivate static let unfinished = Ending.notPublished(Failure(.internal, "not finished"))
 
     func received(_ answer: Answer) -> SystemError? {
         endings = answer.endings
@@ -88,60 +91,61 @@ final class JobFinish: WorkerTask {
         private var holdsLease: Bool { fence?.permits() ?? true }
 
         func perform() -> Answer {
-            var answer = Answer(endings: Array(repeating: .notPublished(Failure(.internal, "not finished")), count: items.count))
+            var answer = Answer(endings: Array(repeating: JobFinish.unfinished, count: items.count))
             // For each item: nil when its part could not be published, else the name (nil without a part).
             var names = [String??](repeating: nil, count: items.count)
-            for (position, item) in items.enumerated() {
+            for position in items.indices {
                 guard holdsLease else {
                     answer.endings[position] = .notPublished(Failure(.internal, SyncWorker.fenced("").description))
                     continue
                 }
-                guard let part = item.part else {
+                guard items[position].part != nil else {
                     names[position] = .some(nil)
                     continue
                 }
-                switch publish(part) {
+                switch publish(items[position].part!) {
                 case .success(let name): names[position] = name
                 case .failure(let failure): answer.endings[position] = .notPublished(failure)
                 }
             }
             // The folder lists are made only when they are synced: without fsync they cost allocations only.
             if durable { syncFolders(items.indices.compactMap { names[$0] != nil ? items[$0].part?.publication.part.folder : nil }, &answer) }
-            // In item order.
-            var staged: [(position: Int, filing: SpoolFiling)] = []
+            // In item order. A filing whose part was published files a copy of its record naming the part.
+            var staged: [(position: Int, record: StatusRecord)] = []
             for position in items.indices where names[position] != nil {
-                let part = items[position].part
                 let name = names[position]!
-                if part != nil { crashPlan?.reach(.published) }
-                guard var filing = items[position].filing else {
+                if items[position].part != nil { crashPlan?.reach(.published) }
+                guard let filing = items[position].filing else {
                     answer.endings[position] = .published(name: name ?? "")
                     continue
                 }
-                if let part, let name {
-                    filing.setFile(FileSystem.join(part.publication.part.folder.path, name), of: part.index)
+                var record = filing.status
+                if let name, let part = items[position].part {
+                    record.downloads[part.index].file = FileSystem.join(part.publication.part.folder.path, name)
                 }
                 do {
-                    try AtomicFile.writeTemp(filing.status.encoded(), at: filing.temp, mode: 0o644, durable: durable)
-                    staged.append((position, filing))
+                    try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
+                    staged.append((position, record))
                 } catch {
                     try? FileSystem.removeIfPresent(filing.temp)
-                    answer.endings[position] = .filingFailed(name: name, record: filing.status, error)
+                    answer.endings[position] = .filingFailed(name: name, record: record, error)
                 }
             }
             var filed: [Int] = []
-            for (position, filing) in staged {
+            for (position, record) in staged {
                 let name = names[position]!
+                let filing = items[position].filing!
                 guard holdsLease else {
                     try? FileSystem.removeIfPresent(filing.temp)
-                    answer.endings[position] = .filingFailed(name: name, record: filing.status, SyncWorker.fenced(filing.source))
+                    answer.endings[position] = .filingFailed(name: name, record: record, SyncWorker.fenced(filing.source))
                     continue
                 }
-                switch filing.perform() {
+                switch filing.perform(recording: record) {
                 case .filed(let done):
-                    answer.endings[position] = .filed(name: name, record: filing.status, done)
+                    answer.endings[position] = .filed(name: name, record: record, done)
                     if durable { filed.append(position) }
-                case .left: answer.endings[position] = .left(name: name, record: filing.status)
-                case .failed(let error): answer.endings[position] = .filingFailed(name: name, record: filing.status, error)
+                case .left: answer.endings[position] = .left(name: name, record: record)
+                case .failed(let error): answer.endings[position] = .filingFailed(name: name, record: record, error)
                 }
             }
             if durable { syncFolders(filed.flatMap { items[$0].spoolFolders }, &answer) }
