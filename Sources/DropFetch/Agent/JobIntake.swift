@@ -128,7 +128,8 @@ final class JobIntake: AgentPart {
         hints.modified = contents.modified
         hints.contents = contents
         guard case .success(let spec) = parsed else { return hints }
-        let found = (try? config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
+        // Through the shared box: `config`'s accessor copied the whole Config for this call.
+        let found = (try? context.shared.config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
         hints.className = found?.name ?? "default"
         hints.priority = spec.priority ?? found?.priority ?? 0
         hints.host = spec.downloads.first?.host() ?? ""
@@ -163,8 +164,10 @@ final class JobIntake: AgentPart {
                 if !claimFailures.isEmpty { claimFailures[candidate.path] = nil }
                 logger.debug("claimed \(candidate.path)")
                 // The job's name is its job file's name; a released state brings hints only.
+                // The claim's acceptance stands while the config it was made under is in force.
+                let accepted = claim.firstPart.flatMap { $0.generation == runner.names.generation ? $0.accepted : nil }
                 admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
-                      previous: previous, arrival: candidate.arrival, contents: contents)
+                      previous: previous, arrival: candidate.arrival, contents: contents, accepted: accepted)
                 if let first = claim.firstPart { takeFirstPart(first, workName: workName) }
             case .gone:
                 if !claimFailures.isEmpty { claimFailures[candidate.path] = nil }
@@ -236,7 +239,8 @@ final class JobIntake: AgentPart {
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
     func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
                recovered: Bool = false, distrustsData: Bool = false,
-               contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil) {
+               contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil,
+               accepted claimed: JobAcceptance? = nil) {
         let now = Timestamp.format(seconds: clock.wallSeconds())
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
@@ -265,10 +269,14 @@ final class JobIntake: AgentPart {
         }
         record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
         let accepted: JobAcceptance
-        switch JobAcceptance.check(spec, folder: folder, config: config) {
-        case .success(let found): accepted = found
-        case .failure(let refusal):
-            return publisher.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
+        if let claimed {
+            accepted = claimed
+        } else {
+            switch JobAcceptance.check(spec, folder: folder, config: context.shared.config) {
+            case .success(let found): accepted = found
+            case .failure(let refusal):
+                return publisher.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
+            }
         }
         record.className = accepted.className
         record.priority = accepted.priority

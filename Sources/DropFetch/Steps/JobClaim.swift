@@ -20,6 +20,9 @@ final class JobClaim: WorkerTask {
     struct FirstPart {
         let part: PartFile
         let className: String
+        /// The job as the worker accepted it under the request's config, for admission to take
+        /// while that config is still in force (one check a job, not two).
+        let accepted: JobAcceptance
         /// `OutputNames.generation` when the request was made: a reload since makes the part stale.
         let generation: Int
     }
@@ -35,8 +38,8 @@ final class JobClaim: WorkerTask {
         ending = answer.ending
         openedRoot = answer.openedRoot
         if let taken = answer.firstPart {
-            firstPart = FirstPart(part: PartFile(handedOver: taken.part), className: taken.className,
-                                  generation: request.naming?.generation ?? -1)
+            firstPart = FirstPart(part: PartFile(handedOver: taken.part), className: taken.accepted.className,
+                                  accepted: taken.accepted, generation: request.naming?.generation ?? -1)
         }
         if case .failed(let error) = answer.ending { return error }
         return nil
@@ -52,7 +55,7 @@ final class JobClaim: WorkerTask {
 
     struct Taken: Sendable {
         let part: PartFile.HandedOver
-        let className: String
+        let accepted: JobAcceptance
     }
 
     /// What the worker needs to take a name as `OutputNames.reservation` would: the config, the
@@ -114,7 +117,7 @@ final class JobClaim: WorkerTask {
                 owner: PartOwner(job: claim.entry.name, claim: contents.inode), onConflict: shared.config.onConflict,
                 digest: shared.config.digest, mode: shared.config.fileMode, durable: shared.config.fsync, key: naming.key, distrustsData: false)
             guard case .reserved(let part) = reservation.perform() else { return nil }
-            return (Taken(part: part, className: accepted.className), opened)
+            return (Taken(part: part, accepted: accepted), opened)
         }
     }
 }
