@@ -1,10 +1,22 @@
 import Glibc
+import Synchronization
 
 /// UTC RFC 3339 timestamps (`2026-11-21T22:00:00Z`) for status files, via gmtime_r(3).
 public enum Timestamp {
     public static func now() -> String { format(seconds: Int64(time(nil))) }
 
+    /// The last second formatted and its text: a small job asks for the same second three times
+    /// (queued, started, finished), and a text of 20 bytes is an allocation each time.
+    private static let last = Mutex<(seconds: Int64, text: String)>((.min, ""))
+
     public static func format(seconds: Int64) -> String {
+        if let text = last.withLock({ $0.seconds == seconds ? $0.text : nil }) { return text }
+        let text = formatted(seconds: seconds)
+        last.withLock { $0 = (seconds, text) }
+        return text
+    }
+
+    private static func formatted(seconds: Int64) -> String {
         // Years 0–9999 (every real clock): the date computed from the day count (gmtime_r(3)
         // takes glibc's time zone lock) and the 20 bytes written in place, three status files a job.
         if let parts = civil(seconds: seconds) {
