@@ -144,7 +144,13 @@ struct JobMachine {
     /// The record to file once every download is over: done, cancelled or failed (the first
     /// failure's error, or a count of them), finished at `wall`.
     func finalRecord(wall: Int64) -> StatusRecord {
-        var final = snapshot()
+        JobMachine.closed(snapshot(), wall: wall)
+    }
+
+    /// `record` as filed: its state from its downloads', finished at `wall`, its error the first
+    /// failure's (or a count of them).
+    private static func closed(_ record: StatusRecord, wall: Int64) -> StatusRecord {
+        var final = record
         let failures = final.downloads.lazy.filter { $0.state != .done }
         final.state = failures.isEmpty ? .done : (failures.allSatisfy { $0.state == .cancelled } ? .cancelled : .failed)
         final.finished = Timestamp.format(seconds: wall)
@@ -159,11 +165,20 @@ struct JobMachine {
     }
 
     /// The record to file once download `index`, the last one still open, is published as `file`
-    /// (worked out on a copy; this machine is unchanged).
+    /// (worked out on a copy of that download; this machine is unchanged).
     func finalRecord(completing index: Int, file: String, result: TransferResult, wall: Int64) -> StatusRecord {
-        var prospective = self
-        prospective.downloads[index].handle(.publishing)
-        prospective.downloads[index].handle(.published(file: file, result: result))
-        return prospective.finalRecord(wall: wall)
+        var download = downloads[index]
+        download.handle(.publishing)
+        download.handle(.published(file: file, result: result))
+        guard download.isFinished, downloads.indices.allSatisfy({ $0 == index || downloads[$0].isFinished }) else {
+            var prospective = self
+            prospective.downloads[index] = download
+            return prospective.finalRecord(wall: wall)
+        }
+        // What `snapshot` makes of a finished job, without a copy of the whole machine.
+        var final = record
+        final.downloads = downloads.indices.map { $0 == index ? download.status : downloads[$0].status }
+        final.attempts = downloads.indices.reduce(0) { max($0, $1 == index ? download.attempt : downloads[$1].attempt) }
+        return JobMachine.closed(final, wall: wall)
     }
 }
