@@ -1,8 +1,9 @@
 /// The option lines under a URL (docs/job-files.md): dropfetch's own keys, the aria2 options it applies,
 /// and the aria2 options it ignores or refuses (``Aria2Options``).
 extension JobFileParser {
-    /// Keys an indented option line may carry that dropfetch applies.
-    static let downloadKeys: Set<String> = [
+    /// Keys an indented option line may carry that dropfetch applies; a list searched in order
+    /// (a download gives a few keys, `out` first of all) costs less than a set hashed.
+    static let downloadKeys: [String] = [
         "out", "dir", "checksum", "header", "max-download-limit", "split", "max-connection-per-server", "min-split-size",
         "http-user", "http-passwd", "ftp-user", "ftp-passwd", "all-proxy", "referer", "user-agent",
     ]
@@ -18,8 +19,8 @@ extension JobFileParser {
     /// A download being read: its spec so far, and what can only be settled after its last option line.
     struct DownloadDraft {
         var spec: DownloadSpec
-        /// Keys that may appear once, with the line of their first use.
-        var seen: [String] = []
+        /// The keys that may appear once seen so far: bit `n` for `downloadKeys[n]`.
+        var seen: UInt32 = 0
         /// The folder part of `out=sub/f.iso`, joined to `dir` when the download is finished.
         var outFolder: String?
         var outLine = 0
@@ -83,10 +84,10 @@ extension JobFileParser {
         let key = text(keyBytes)
         let valueBytes = trimmed(bytes[(equals + 1)...])
         let value = text(valueBytes)
-        if downloadKeys.contains(key), key != "header" {
-            // A download gives a few keys: a list searched is cheaper than a set hashed.
-            guard !download.seen.contains(key) else { throw duplicate(key, line: line) }
-            download.seen.append(key)
+        if let position = downloadKeys.firstIndex(of: key), key != "header" {
+            let bit: UInt32 = 1 << UInt32(position)
+            guard download.seen & bit == 0 else { throw duplicate(key, line: line) }
+            download.seen |= bit
         }
         switch key {
         case "out": try applyOut(value, line: line, to: &download)

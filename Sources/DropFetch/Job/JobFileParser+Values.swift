@@ -24,6 +24,14 @@ extension JobFileParser {
         return url.withUTF8 { isWellFormedURL(bytes: $0) }
     }
 
+    /// `isWellFormedURL` on a URL's bytes as the job file has them: an ASCII URL is judged byte by
+    /// byte, without its string's Unicode scalars walked.
+    static func isWellFormedURL(bytes field: ArraySlice<UInt8>) -> Bool {
+        guard field.allSatisfy({ $0 < 0x80 }) else { return isWellFormedURL(text(field)) }
+        if field.contains(where: { $0 < 0x21 || $0 == 0x7F }) { return false }
+        return field.withUnsafeBufferPointer { isWellFormedURL(bytes: $0) }
+    }
+
     /// `file`, compared as bytes (a walk of a literal's `utf8` is generic and slow).
     private static let fileScheme: [UInt8] = Array("file".utf8)
 

@@ -49,6 +49,8 @@ public enum JobFileParser {
     static func splitLines(_ bytes: [UInt8]) throws(JobFileError) -> [Line] {
         var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var lines: [Line] = []
+        // Most job files are a URL and an option line or two: one allocation, not one a line.
+        lines.reserveCapacity(4)
         while start < bytes.count {
             let lineFeed = bytes[start...].firstIndex(of: ASCII.lineFeed)
             var end = lineFeed ?? bytes.count
@@ -190,15 +192,19 @@ public enum JobFileParser {
 
     /// A URL line: one URL, or several mirrors separated by TAB.
     static func parseURLLine(_ bytes: ArraySlice<UInt8>, line: Int) throws(JobFileError) -> DownloadSpec {
+        let content = trimmed(bytes)
+        // One URL without mirrors (the usual line): no list of fields made.
+        let fields = content.contains(ASCII.tab) ? content.split(separator: ASCII.tab) : [content]
         var urls: [String] = []
-        for field in trimmed(bytes).split(separator: ASCII.tab) {
+        urls.reserveCapacity(fields.count)
+        for field in fields {
             // libcurl refuses longer input (CURL_MAX_INPUT_LENGTH is 8 MB) as a "bad argument",
             // which would be filed as the agent's own fault; the URL is not quoted (it is huge).
             guard field.count <= maxURLBytes else {
                 throw JobFileError(line: line, message: "URL of \(field.count) bytes, over the limit of \(maxURLBytes)")
             }
             let url = text(field)
-            guard isWellFormedURL(url) else { throw malformedURL(url, line: line) }
+            guard isWellFormedURL(bytes: field) else { throw malformedURL(url, line: line) }
             urls.append(url)
         }
         return DownloadSpec(urls: urls, line: line)
