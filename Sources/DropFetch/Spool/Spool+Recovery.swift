@@ -57,7 +57,8 @@ extension Spool {
             for entry in (try? FileSystem.entries(of: folder)) ?? [] {
                 // A temp file's name is hidden; of the rest only the inbox's routing folders count.
                 guard entry.name.hasPrefix(".") else {
-                    guard walksRouting, folders.count < 10_000 else { continue }
+                    // A job file (d_type says so) makes no path: the inbox holds thousands of them.
+                    guard walksRouting, folders.count < 10_000, entry.isDirectory != false else { continue }
                     let path = FileSystem.join(folder, entry.name)
                     if entry.isDirectory ?? FileSystem.isDirectory(path) { folders.append(path) }
                     continue
