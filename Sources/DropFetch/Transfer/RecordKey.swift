@@ -7,7 +7,9 @@ import Glibc
 /// (docs/security.md). 32 random bytes in `record-key`, mode 0600, in the user's state folder
 /// (`folder(environment:)`): outside the spool, whose layout is a contract, and outside anything
 /// the group of the spool may read. Agents of one user on one host share it.
-struct RecordKey: Sendable, Equatable {
+/// A class of constants: every claim, reservation and filing takes the key along, and the struct
+/// it was copied its two hash states (over 200 bytes) each time.
+final class RecordKey: Sendable, Equatable {
     static let fileName = "record-key"
     static let length = 32
     let bytes: [UInt8]
