@@ -520,11 +520,15 @@ final class Transfer {
 
 }
 
+// The callbacks borrow their transfer (`_withUnsafeGuaranteedRef`): the easy handle is only ever
+// in the multi handle while its Transfer lives, and a retain and release a call cost more than
+// a short header line.
 private let transferHeaderCallback: dfc_data_callback = { pointer, size, count, context in
     guard let pointer, let context else { return 0 }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    return transfer.receiveHeader(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef { transfer in
+        transfer.receiveHeader(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
+    }
 }
 
 private let transferOpenSocketCallback: dfc_opensocket_callback = { context, _, address in
@@ -534,8 +538,13 @@ private let transferOpenSocketCallback: dfc_opensocket_callback = { context, _, 
 
 private let transferWriteCallback: dfc_data_callback = { pointer, size, count, context in
     guard let pointer, let context else { return 0 }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    let length = size * count
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef { transfer in
+        admitAndReceive(transfer, pointer, size * count)
+    }
+}
+
+/// CURLOPT_WRITEFUNCTION's body: the receive budget and admission may pause the transfer first.
+private func admitAndReceive(_ transfer: Transfer, _ pointer: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
     if let budget = transfer.receiveBudget, !budget.admit(transfer, bytes: length) {
         transfer.easy.hasPaused = true
         return Int(CURL_WRITEFUNC_PAUSE)
