@@ -26,8 +26,15 @@ struct Admission: Sendable, Equatable {
     private(set) var active = 0
     private var perHost: [String: Int] = [:]
     private var perClass: [String: Int] = [:]
+    /// The places of the class `default`, counted apart from `perClass`: most jobs run in it, and
+    /// a class name hashed at every start and end cost more than the count.
+    private var defaultClassActive = 0
 
     init(limits: Limits) { self.limits = limits }
+
+    private func classActive(_ name: String) -> Int {
+        name == "default" ? defaultClassActive : perClass[name, default: 0]
+    }
 
     var hasRoom: Bool { active < limits.total }
 
@@ -45,7 +52,7 @@ struct Admission: Sendable, Equatable {
     func refusal(host: String, className: String) -> Refusal? {
         guard active < limits.total else { return .total }
         guard perHost[host, default: 0] < limits.perHost else { return .host }
-        if let cap = limits.perClass[className], perClass[className, default: 0] >= cap { return .jobClass }
+        if !limits.perClass.isEmpty, let cap = limits.perClass[className], classActive(className) >= cap { return .jobClass }
         return nil
     }
 
@@ -57,7 +64,7 @@ struct Admission: Sendable, Equatable {
     /// a running download: one that finds no room is simply not opened).
     func room(host: String, className: String) -> Int {
         var free = min(limits.total - active, limits.perHost - perHost[host, default: 0])
-        if let cap = limits.perClass[className] { free = min(free, cap - perClass[className, default: 0]) }
+        if let cap = limits.perClass[className] { free = min(free, cap - classActive(className)) }
         return max(0, free)
     }
 
@@ -66,7 +73,7 @@ struct Admission: Sendable, Equatable {
         var limits = [(room: self.limits.total - active, name: "concurrency.total \(self.limits.total)"),
                       (room: self.limits.perHost - perHost[host, default: 0], name: "concurrency.per_host \(self.limits.perHost)")]
         if let cap = self.limits.perClass[className] {
-            limits.append((room: cap - perClass[className, default: 0], name: "class \(className) max_active \(cap)"))
+            limits.append((room: cap - classActive(className), name: "class \(className) max_active \(cap)"))
         }
         return limits.min { $0.room < $1.room }?.name ?? "concurrency.total \(self.limits.total)"
     }
@@ -74,13 +81,17 @@ struct Admission: Sendable, Equatable {
     mutating func started(host: String, className: String) {
         active += 1
         perHost[host, default: 0] += 1
-        perClass[className, default: 0] += 1
+        if className == "default" { defaultClassActive += 1 } else { perClass[className, default: 0] += 1 }
     }
 
     mutating func finished(host: String, className: String) {
         active = max(0, active - 1)
         Admission.release(host, in: &perHost)
-        Admission.release(className, in: &perClass)
+        if className == "default" {
+            defaultClassActive = max(0, defaultClassActive - 1)
+        } else {
+            Admission.release(className, in: &perClass)
+        }
     }
 
     /// One place fewer under `name`; a count that reaches 0 is removed (one lookup of the name).
@@ -89,11 +100,12 @@ struct Admission: Sendable, Equatable {
         if counts.values[index] > 1 { counts.values[index] -= 1 } else { counts.remove(at: index) }
     }
 
-    func active(inClass name: String) -> Int { perClass[name, default: 0] }
+    func active(inClass name: String) -> Int { classActive(name) }
 
     mutating func reset() {
         active = 0
         perHost.removeAll()
         perClass.removeAll()
+        defaultClassActive = 0
     }
 }

@@ -120,6 +120,20 @@ struct AdmissionTests {
         #expect(startAll(&scheduler, &admission) == [1])
     }
 
+    @Test("a max_active on the class default holds like any other (its count is kept apart)")
+    func defaultClassLimit() {
+        var admission = Admission(limits: .init(total: 4, perHost: 4, perClass: ["default": 1]))
+        admission.started(host: "a", className: "default")
+        #expect(admission.refusal(host: "b", className: "default") == .jobClass)
+        #expect(admission.admits(host: "b", className: "iso"))
+        #expect(admission.active(inClass: "default") == 1)
+        #expect(admission.room(host: "b", className: "default") == 0)
+        admission.finished(host: "a", className: "default")
+        admission.finished(host: "a", className: "default")
+        #expect(admission.active(inClass: "default") == 0, "an extra end does not go below zero")
+        #expect(admission.admits(host: "b", className: "default"))
+    }
+
     @Test("reloaded limits apply to the next starts; running ones are kept")
     func reloadOfLimits() {
         var scheduler = Scheduler()
