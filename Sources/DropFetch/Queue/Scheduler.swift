@@ -63,6 +63,9 @@ struct Scheduler {
     /// Lanes by id, each with its class's id; a lane's id is released when it runs empty and reused.
     private var lanes: [(lane: Lane, classID: Int32, queue: LaneQueue?)] = []
     private var laneIDs: [Lane: Int32] = [:]
+    /// The lane looked up last: a queue of many jobs of one host and class asks for the same
+    /// lane for each, and two short names compare for less than a hash of both.
+    private var lastLane: (lane: Lane, id: Int32)?
     private var freeLaneIDs: [Int32] = []
     /// For each class by id: the heads of its lanes, nil while it has no ready unit. A class name
     /// is looked up once, when a lane of it is made, and its id kept (the config names few
@@ -312,7 +315,11 @@ struct Scheduler {
     }
 
     private mutating func laneID(_ lane: Lane) -> Int32 {
-        if let id = laneIDs[lane] { return id }
+        if let lastLane, lastLane.lane == lane { return lastLane.id }
+        if let id = laneIDs[lane] {
+            lastLane = (lane, id)
+            return id
+        }
         let queue = LaneQueue(LaneOrder(items: ItemOrder(order)))
         let classID = classID(lane.className)
         let id: Int32
@@ -324,6 +331,7 @@ struct Scheduler {
             lanes.append((lane, classID, queue))
         }
         laneIDs[lane] = id
+        lastLane = (lane, id)
         return id
     }
 
@@ -348,6 +356,7 @@ struct Scheduler {
         } else {
             if classes[slot]?.remove(id) != nil { heapOperations += 1 }
             laneIDs[lanes[Int(id)].lane] = nil
+            if lastLane?.id == id { lastLane = nil }
             lanes[Int(id)].queue = nil
             freeLaneIDs.append(id)
         }
