@@ -498,8 +498,10 @@ final class Transfer {
 
     private func complete(httpStatus: Int?) -> TransferOutcome {
         let digests: [Checksum.Algorithm: String]
-        let missing = SystemError(code: EIO, operation: "hash (no response accepted)", path: part.path)
-        switch digest?.finish(size: written) ?? (digestAlgorithms.isEmpty ? .success([:]) : .failure(missing)) {
+        // The error (and the part's path in it) made only when there is no digest to finish.
+        let finished = digest?.finish(size: written) ?? (digestAlgorithms.isEmpty ? .success([:])
+            : .failure(SystemError(code: EIO, operation: "hash (no response accepted)", path: part.path)))
+        switch finished {
         case .success(let values): digests = values
         case .failure(let error):
             return .failed(TransferFailure(failure: Failure(.internal, error.description), httpStatus: httpStatus,
