@@ -24,7 +24,7 @@ final class JobPublisher: AgentPart {
         let isLast = job.indices.allSatisfy { $0 == index || job.isFinished($0) }
         var filing: (request: SpoolFiling, folders: [DirectoryHandle])?
         if isLast, !table.isCommitting(job) {
-            let record = job.finalRecord(completing: index, file: FileSystem.join(part.folder.path, publication.request.target),
+            let record = job.finalRecord(completing: index, file: part.publishedPath(as: publication.request.target),
                                          result: result)
             filing = plan(job, record, markedPart: (part.file, index, part.folder),
                           publishedRecord: part.hasRecordFile ? (part.folder, part.recordName) : nil)
@@ -102,7 +102,7 @@ final class JobPublisher: AgentPart {
                 return urls[min(job.machine.downloads[index].mirror, urls.count - 1)]
             }
         }
-        let request = SpoolFiling(record, as: outcome, from: source, claim: job.owner.claim, in: spool,
+        let request = SpoolFiling(record, as: outcome, from: source, named: job.workName, claim: job.owner.claim, in: spool,
                                   publishedRecords: published, removesState: job.stateFileMayExist,
                                   markedPart: markedPart, fetchedURLs: fetched)
         return (request, folders)
@@ -148,7 +148,7 @@ final class JobPublisher: AgentPart {
     /// its `JobFinish` filed it already).
     private func published(_ part: PartFile, as target: String, _ result: TransferResult, _ job: Job, _ index: Int,
                            settle: Bool = true) {
-        let effects = job.apply(.published(file: FileSystem.join(part.folder.path, target), result: result), to: index)
+        let effects = job.apply(.published(file: part.publishedPath(as: target), result: result), to: index)
         job.releasePart(of: index)
         // The record proves the published file is this job's until the job's own record says so.
         job.notePublished(part.hasRecordFile ? (part.folder, part.recordName, part.record) : nil, for: index)

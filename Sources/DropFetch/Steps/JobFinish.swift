@@ -120,7 +120,8 @@ final class JobFinish: WorkerTask {
                     continue
                 }
                 var record = filing.status
-                if let name, let part = items[position].part {
+                // The record names the part under its target already: only another name is joined.
+                if let name, let part = items[position].part, name != part.publication.target {
                     record.downloads[part.index].file = FileSystem.join(part.publication.part.folder.path, name)
                 }
                 do {

@@ -51,7 +51,14 @@ final class PartFile {
     private(set) var cuts = 0
     var recordName: String { ResumeRecord.name(forPart: name) }
     var path: String { FileSystem.join(folder.path, name) }
-    var finalPath: String { FileSystem.join(folder.path, finalName) }
+    /// Where the data is published under `finalName`, joined once: the job's record names it when
+    /// the name is taken, and again when the part is published.
+    private(set) lazy var finalPath = FileSystem.join(folder.path, finalName)
+
+    /// The path of the data published as `target` (the final name, or a server's name for it).
+    func publishedPath(as target: String) -> String {
+        target == finalName ? finalPath : FileSystem.join(folder.path, target)
+    }
 
     private init(folder: DirectoryHandle, finalName: String, name: String, file: FileDescriptor,
                  record: ResumeRecord, size: Int64, durable: Bool, key: RecordKey) {
