@@ -49,15 +49,22 @@ extension Spool {
                                          firstFree: knownFreeRecordNumber(for: staged.status.job, in: folder),
                                          crashPlan: crashPlan, statusWritten: statusWritten)
         noteFiled(filed)
-        journal.append(name: FileSystem.baseName(of: filed.jobPath), outcome: staged.outcome)
+        journal.append(name: filed.name, outcome: staged.outcome)
         return filed.jobPath
     }
 
     /// Where a filing ended: the job file's new path, and the record number after it in its folder.
     struct Filed: Sendable {
         let jobPath: String
-        let key: String
+        /// The job file's name in `folder` (its record's name).
+        let name: String
+        /// The folder and the job's name, joined into the key of `nextRecordNumber` only when a
+        /// number is remembered (`noteFiled`): most names are filed once.
+        let folder: String
+        let job: String
         let nextNumber: Int
+
+        var key: String { FileSystem.join(folder, job) }
     }
 
     /// `fileStaged` without the spool's memory of record numbers, so that the group commit's worker
@@ -73,19 +80,29 @@ extension Spool {
         // (a retry moved the record's job back, a person moved it), and is then taken again rather
         // than a number past it (issue 36: a retried job came back as x.1.url, then x.1.1.url).
         var number = firstFree.map { known in
-            known > 0 && !FileSystem.exists(folder + "/" + Spool.candidateName(job, number: 0)) ? 0 : known
-        } ?? firstFreeRecordNumber(for: job, in: folder)
-        // A number just found free is not looked up again: the renames below never replace.
-        var probed = firstFree == nil
+            known > 0 && !FileSystem.exists(FileSystem.join(folder, Spool.candidateName(job, number: 0))) ? 0 : known
+        } ?? 0
+        // Without a number known, the job's own name is tried first, and only when it is taken are
+        // the numbers searched (`firstFreeRecordNumber`); a number found free so is not looked up
+        // again: the renames below never replace.
+        var searched = firstFree != nil
+        var probed = false
         while number < 100_000 {
             let candidate = Spool.candidateName(job, number: number)
             number += 1
-            let statusPath = folder + "/" + Spool.statusName(forJob: candidate)
             let jobPath = FileSystem.join(folder, candidate)
             // A status without its job file (a filing a crash interrupted) makes the rename
             // below fail with EEXIST, so only the job file is looked up.
-            if !probed, FileSystem.exists(jobPath) { continue }
+            if !probed, FileSystem.exists(jobPath) {
+                if !searched {
+                    searched = true
+                    number = firstFreeRecordNumber(for: job, in: folder)
+                    probed = true
+                }
+                continue
+            }
             probed = false
+            let statusPath = FileSystem.join(folder, Spool.statusName(forJob: candidate))
             do {
                 try FileSystem.renameNoReplace(staged.temp, to: statusPath)
             } catch where error.code == EEXIST {
@@ -101,7 +118,7 @@ extension Spool {
                 if error.code == EEXIST { continue }
                 throw error
             }
-            return Filed(jobPath: jobPath, key: FileSystem.join(folder, job), nextNumber: number)
+            return Filed(jobPath: jobPath, name: candidate, folder: folder, job: job, nextNumber: number)
         }
         throw SystemError(code: EEXIST, operation: "file", path: source)
     }
@@ -111,8 +128,10 @@ extension Spool {
     /// A name filed for the first time (next number 1) is not kept: its next filing looks name 0
     /// up either way, and keeping every name filed grew a table by a job for ever.
     func noteFiled(_ filed: Filed) {
-        guard filed.nextNumber > 1 || (!nextRecordNumber.isEmpty && nextRecordNumber[filed.key] != nil) else { return }
-        nextRecordNumber[filed.key] = max(nextRecordNumber[filed.key] ?? 0, filed.nextNumber)
+        guard filed.nextNumber > 1 || !nextRecordNumber.isEmpty else { return }
+        let key = filed.key
+        guard filed.nextNumber > 1 || nextRecordNumber[key] != nil else { return }
+        nextRecordNumber[key] = max(nextRecordNumber[key] ?? 0, filed.nextNumber)
     }
 
     /// The record number a filing of `job` into `folder` starts probing at, if known.

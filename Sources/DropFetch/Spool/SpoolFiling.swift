@@ -51,17 +51,22 @@ final class SpoolFiling: WorkerRequest {
 
     /// The filing of the job file at `source` under `status`, planned on the loop (the record
     /// numbers the spool remembers are the loop's).
-    init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, claim: UInt64, in spool: Spool,
+    /// `workName`, when given, is the job file's name in the spool's work folder (`source`), so
+    /// that neither is taken out of `source` again.
+    init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, named workName: String? = nil,
+         claim: UInt64, in spool: Spool,
          publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
          markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil, fetchedURLs: [String] = []) {
         self.source = source
         self.status = status
         self.outcome = outcome
-        temp = Spool.stagedStatusPath(for: source, in: FileSystem.directoryName(of: source))
+        let name = workName ?? FileSystem.baseName(of: source)
+        temp = AtomicFile.tempPath(in: workName == nil ? FileSystem.directoryName(of: source) : spool.work,
+                                   for: Spool.statusName(forJob: name))
         self.claim = claim
         folder = outcome == .done ? spool.done : spool.failed
         firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)
-        statePath = removesState ? spool.statePath(for: FileSystem.baseName(of: source)) : nil
+        statePath = removesState ? spool.statePath(for: name) : nil
         crashPlan = spool.crashPlan
         self.publishedRecords = publishedRecords
         self.markedPart = markedPart
@@ -94,7 +99,7 @@ final class SpoolFiling: WorkerRequest {
                 for (folder, name) in publishedRecords { try? folder.removeIfPresent(name) }
                 unmarked += removeOwnerMarks(of: owner, downloads: status.downloads)
             }
-            let name = FileSystem.baseName(of: filed.jobPath)
+            let name = filed.name
             journal.append(name: name, outcome: outcome)
             if outcome == .done { doneIndex.append(keys: fetchedURLs.map(URLKey.key), name: name) }
             if let statePath { try? FileSystem.removeIfPresent(statePath) }
