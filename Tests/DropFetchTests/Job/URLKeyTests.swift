@@ -15,6 +15,12 @@ struct URLKeyTests {
         ("http://[::1]:8080/f", "http://[::1]:8080/f"),
         ("ftp://Mirror.example:21/pub/f.tar", "ftp://mirror.example/pub/f.tar"),
         ("http://example.com#only", "http://example.com"),
+        ("SFTP://Host:22/f", "sftp://host/f"),
+        ("ftps://host:990/f", "ftps://host/f"),
+        ("ftps://host:21/f", "ftps://host:21/f"),
+        ("gopher://host:70/f", "gopher://host:70/f"),
+        ("http://host:/f", "http://host/f"),
+        ("not a url", "not a url"),
     ])
     func normalized(url: String, expected: String) {
         #expect(URLKey.normalized(url) == expected)
