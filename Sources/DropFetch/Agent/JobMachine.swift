@@ -149,7 +149,7 @@ struct JobMachine {
 
     /// `record` as filed: its state from its downloads', finished at `wall`, its error the first
     /// failure's (or a count of them).
-    private static func closed(_ record: StatusRecord, wall: Int64) -> StatusRecord {
+    private static func closed(_ record: consuming StatusRecord, wall: Int64) -> StatusRecord {
         var final = record
         let failures = final.downloads.lazy.filter { $0.state != .done }
         final.state = failures.isEmpty ? .done : (failures.allSatisfy { $0.state == .cancelled } ? .cancelled : .failed)
