@@ -20,18 +20,43 @@ enum OwnerMark {
     /// The longest value read: a job's name is a file name, 255 bytes at most.
     static let maxLength = headerLength + 255
 
-    /// The mark of `owner` for the file with inode `part`.
+    /// The mark of `owner` for the file with inode `part`; the sealed message and the seal are
+    /// made on the stack (a mark is made for every new `.part`).
     static func value(for owner: PartOwner, part: UInt64, key: RecordKey) -> [UInt8] {
         var job = owner.job
         return job.withUTF8 { job in
-            let seal = key.seal(message(job: job, claim: owner.claim, part: part))
-            var value: [UInt8] = []
-            value.reserveCapacity(headerLength + job.count)
-            value.append(version)
-            appendLittleEndian(owner.claim, to: &value)
-            value.append(contentsOf: seal.prefix(sealLength))
-            value.append(contentsOf: job)
-            return value
+            let messageCount = messagePrefix.count + 16 + job.count
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: messageCount + 32) { scratch in
+                let message = UnsafeMutableBufferPointer(rebasing: scratch[0..<messageCount])
+                let seal = UnsafeMutableBufferPointer(rebasing: scratch[messageCount...])
+                var at = 0
+                func put<Bytes: Collection<UInt8>>(_ bytes: Bytes, into buffer: UnsafeMutableBufferPointer<UInt8>) {
+                    for byte in bytes {
+                        buffer[at] = byte
+                        at += 1
+                    }
+                }
+                func putLittleEndian(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
+                    for shift in stride(from: 0, to: 64, by: 8) {
+                        buffer[at] = UInt8(truncatingIfNeeded: value >> UInt64(shift))
+                        at += 1
+                    }
+                }
+                put(messagePrefix, into: message)
+                putLittleEndian(owner.claim, into: message)
+                putLittleEndian(part, into: message)
+                put(job, into: message)
+                key.seal(UnsafeBufferPointer(message), into: seal)
+                return [UInt8](unsafeUninitializedCapacity: headerLength + job.count) { value, count in
+                    at = 0
+                    value[at] = version
+                    at += 1
+                    putLittleEndian(owner.claim, into: value)
+                    put(UnsafeBufferPointer(rebasing: seal[0..<sealLength]), into: value)
+                    put(job, into: value)
+                    count = at
+                }
+            }
         }
     }
 

@@ -38,14 +38,20 @@ final class RecordKey: Sendable, Equatable {
     /// whole status file.
     func seal(_ message: [UInt8]) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: 32)
-        withUnsafePointer(to: inner) { inner in
-            withUnsafePointer(to: outer) { outer in
-                message.withUnsafeBufferPointer { bytes in
-                    mac.withUnsafeMutableBufferPointer { dfl_hmac_sha256_seal(inner, outer, bytes.baseAddress, bytes.count, $0.baseAddress) }
-                }
-            }
+        message.withUnsafeBufferPointer { bytes in
+            mac.withUnsafeMutableBufferPointer { seal(bytes, into: $0) }
         }
         return mac
+    }
+
+    /// The same into `mac` (32 bytes) from bytes the caller holds: no array made for either.
+    func seal(_ message: UnsafeBufferPointer<UInt8>, into mac: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(mac.count >= 32, "an HMAC-SHA256 seal is 32 bytes")
+        withUnsafePointer(to: inner) { inner in
+            withUnsafePointer(to: outer) { outer in
+                dfl_hmac_sha256_seal(inner, outer, message.baseAddress, message.count, mac.baseAddress)
+            }
+        }
     }
 
     /// SHA-256 fetched once (EVP_MD_fetch(3)): immutable and shared by every thread, as OpenSSL allows.
