@@ -32,8 +32,10 @@ final class JobPublisher: AgentPart {
         }
         let item = JobFinish.Item(part: JobFinish.Part(data: part.file, publication: publication.request, index: index),
                                   filing: filing?.request, spoolFolders: filing?.folders ?? [])
+        // A constant captured, not the `var` (which the closure would box on the heap).
+        let files = filing != nil
         context.finishes.add(item) { [self] ending in
-            finished(ending, part, publication, result, job, token, filing: filing != nil)
+            finished(ending, part, publication, result, job, token, filing: files)
         }
     }
 
