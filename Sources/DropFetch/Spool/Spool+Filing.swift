@@ -24,7 +24,12 @@ extension Spool {
 
     /// The temp name in `folder` under which the status of the job file at `source` is staged.
     static func stagedStatusPath(for source: String, in folder: String) -> String {
-        AtomicFile.tempPath(in: folder, for: Spool.statusName(forJob: FileSystem.baseName(of: source)))
+        stagedStatusPath(forJobNamed: FileSystem.baseName(of: source), in: folder)
+    }
+
+    /// The same for the job file named `name`.
+    static func stagedStatusPath(forJobNamed name: String, in folder: String) -> String {
+        AtomicFile.tempPath(in: folder, for: Spool.statusName(forJob: name))
     }
 
     /// First step of filing, done here: the planned status written (O_EXCL) and, when the spool is

@@ -61,8 +61,7 @@ final class SpoolFiling: WorkerRequest {
         self.status = status
         self.outcome = outcome
         let name = workName ?? FileSystem.baseName(of: source)
-        temp = AtomicFile.tempPath(in: workName == nil ? FileSystem.directoryName(of: source) : spool.work,
-                                   for: Spool.statusName(forJob: name))
+        temp = Spool.stagedStatusPath(forJobNamed: name, in: workName == nil ? FileSystem.directoryName(of: source) : spool.work)
         self.claim = claim
         folder = outcome == .done ? spool.done : spool.failed
         firstFree = spool.knownFreeRecordNumber(for: status.job, in: folder)

@@ -13,33 +13,8 @@ enum AtomicFile {
 
     /// The hidden temp name in `folder` for the file `name` there.
     static func tempPath(in folder: String, for name: String) -> String {
-        // Made in one allocation (a `+` after the join grew the string a second time): two a job.
-        var folder = folder
-        var name = name
-        var suffix = suffix
-        return folder.withUTF8 { head in
-            name.withUTF8 { middle in
-                suffix.withUTF8 { tail in
-                    let count = head.count + 2 + middle.count + tail.count
-                    return String(unsafeUninitializedCapacity: count) { out in
-                        var at = out.baseAddress!
-                        func put(_ part: UnsafeBufferPointer<UInt8>) {
-                            guard let base = part.baseAddress else { return }
-                            at.initialize(from: base, count: part.count)
-                            at += part.count
-                        }
-                        put(head)
-                        put(UnsafeBufferPointer(start: slashDot.utf8Start, count: 2))
-                        put(middle)
-                        put(tail)
-                        return count
-                    }
-                }
-            }
-        }
+        FileSystem.concat(folder, "/.", name, suffix)
     }
-
-    private static let slashDot: StaticString = "/."
 
     /// `.<pid>.tmp`, made once.
     private static let suffix = ".\(processID).tmp"

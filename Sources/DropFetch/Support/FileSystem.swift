@@ -200,27 +200,33 @@ enum FileSystem {
     }
 
     /// `head` without its last `dropping` bytes (an ASCII suffix such as `.url`), then `middle`,
-    /// then `tail`, made in one allocation.
-    static func concat(_ head: String, dropping: Int = 0, _ middle: StaticString, _ tail: String = "") -> String {
+    /// then `tail` and `end`, made in one allocation.
+    static func concat(_ head: String, dropping: Int = 0, _ middle: StaticString, _ tail: String = "",
+                       _ end: String = "") -> String {
         var head = head
         var tail = tail
+        var end = end
         return head.withUTF8 { first in
             // Dropped by characters, as `dropLast` does, unless the suffix and the byte before it are
             // ASCII (a non-ASCII one, a Unicode "prepend" mark, can join the suffix's first character).
             guard dropping <= first.count, dropping == 0 || first.suffix(dropping + 1).allSatisfy({ $0 < 0x80 }) else {
-                return String(String(decoding: first, as: UTF8.self).dropLast(dropping)) + middle.description + tail
+                return String(String(decoding: first, as: UTF8.self).dropLast(dropping)) + middle.description + tail + end
             }
             let kept = first.count - dropping
-            return tail.withUTF8 { last in
-                let count = kept + middle.utf8CodeUnitCount + last.count
-                return String(unsafeUninitializedCapacity: count) { out in
-                    var at = out.baseAddress!
-                    if let start = first.baseAddress { at.initialize(from: start, count: kept) }
-                    at += kept
-                    at.initialize(from: middle.utf8Start, count: middle.utf8CodeUnitCount)
-                    at += middle.utf8CodeUnitCount
-                    if let start = last.baseAddress { at.initialize(from: start, count: last.count) }
-                    return count
+            return tail.withUTF8 { third in
+                end.withUTF8 { last in
+                    let count = kept + middle.utf8CodeUnitCount + third.count + last.count
+                    return String(unsafeUninitializedCapacity: count) { out in
+                        var at = out.baseAddress!
+                        if let start = first.baseAddress { at.initialize(from: start, count: kept) }
+                        at += kept
+                        at.initialize(from: middle.utf8Start, count: middle.utf8CodeUnitCount)
+                        at += middle.utf8CodeUnitCount
+                        if let start = third.baseAddress { at.initialize(from: start, count: third.count) }
+                        at += third.count
+                        if let start = last.baseAddress { at.initialize(from: start, count: last.count) }
+                        return count
+                    }
                 }
             }
         }
