@@ -25,36 +25,18 @@ enum OwnerMark {
     static func value(for owner: PartOwner, part: UInt64, key: RecordKey) -> [UInt8] {
         var job = owner.job
         return job.withUTF8 { job in
-            let messageCount = messagePrefix.count + 16 + job.count
+            let messageCount = messageLength(job: job.count)
             return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: messageCount + 32) { scratch in
                 let message = UnsafeMutableBufferPointer(rebasing: scratch[0..<messageCount])
                 let seal = UnsafeMutableBufferPointer(rebasing: scratch[messageCount...])
-                var at = 0
-                func put<Bytes: Collection<UInt8>>(_ bytes: Bytes, into buffer: UnsafeMutableBufferPointer<UInt8>) {
-                    for byte in bytes {
-                        buffer[at] = byte
-                        at += 1
-                    }
-                }
-                func putLittleEndian(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
-                    for shift in stride(from: 0, to: 64, by: 8) {
-                        buffer[at] = UInt8(truncatingIfNeeded: value >> UInt64(shift))
-                        at += 1
-                    }
-                }
-                put(messagePrefix, into: message)
-                putLittleEndian(owner.claim, into: message)
-                putLittleEndian(part, into: message)
-                put(job, into: message)
+                writeMessage(job: job, claim: owner.claim, part: part, into: message)
                 key.seal(UnsafeBufferPointer(message), into: seal)
                 return [UInt8](unsafeUninitializedCapacity: headerLength + job.count) { value, count in
-                    at = 0
-                    value[at] = version
-                    at += 1
-                    putLittleEndian(owner.claim, into: value)
-                    put(UnsafeBufferPointer(rebasing: seal[0..<sealLength]), into: value)
-                    put(job, into: value)
-                    count = at
+                    value[0] = version
+                    count = 1
+                    put(littleEndian: owner.claim, into: value, at: &count)
+                    put(UnsafeBufferPointer(rebasing: seal[0..<sealLength]), into: value, at: &count)
+                    put(job, into: value, at: &count)
                 }
             }
         }
@@ -93,20 +75,42 @@ enum OwnerMark {
         [ENOTSUP, EOPNOTSUPP, EPERM, EACCES].contains(error.code)
     }
 
-    /// What the seal covers, built in one array (a mark is made for every new `.part`).
-    private static func message<Job: Collection<UInt8>>(job: Job, claim: UInt64, part: UInt64) -> [UInt8] {
-        var message: [UInt8] = []
-        message.reserveCapacity(messagePrefix.count + 16 + job.count)
-        message.append(contentsOf: messagePrefix)
-        appendLittleEndian(claim, to: &message)
-        appendLittleEndian(part, to: &message)
-        message.append(contentsOf: job)
-        return message
+    /// What the seal covers, as an array (to verify a mark read back).
+    private static func message(job: [UInt8], claim: UInt64, part: UInt64) -> [UInt8] {
+        let count = messageLength(job: job.count)
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, written in
+            writeMessage(job: job, claim: claim, part: part, into: buffer)
+            written = count
+        }
+    }
+
+    private static func messageLength(job: Int) -> Int { messagePrefix.count + 16 + job }
+
+    /// What the seal covers: a context string and the version, the claim and the file's inode
+    /// (little-endian), the owner job's name; written into `buffer` of `messageLength` bytes.
+    private static func writeMessage<Job: Collection<UInt8>>(job: Job, claim: UInt64, part: UInt64,
+                                                             into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        var at = 0
+        put(messagePrefix, into: buffer, at: &at)
+        put(littleEndian: claim, into: buffer, at: &at)
+        put(littleEndian: part, into: buffer, at: &at)
+        put(job, into: buffer, at: &at)
     }
 
     private static let messagePrefix: [UInt8] = Array("dropfetch owner mark".utf8) + [0, version]
 
-    private static func appendLittleEndian(_ value: UInt64, to bytes: inout [UInt8]) {
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    private static func put<Bytes: Collection<UInt8>>(_ bytes: Bytes, into buffer: UnsafeMutableBufferPointer<UInt8>,
+                                                      at index: inout Int) {
+        for byte in bytes {
+            buffer[index] = byte
+            index += 1
+        }
+    }
+
+    private static func put(littleEndian value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at index: inout Int) {
+        for shift in stride(from: 0, to: 64, by: 8) {
+            buffer[index] = UInt8(truncatingIfNeeded: value >> UInt64(shift))
+            index += 1
+        }
     }
 }

@@ -183,6 +183,19 @@ struct PartFileTests {
         return UInt64(try part.file.status().st_ino)
     }
 
+    @Test("an owner mark's bytes are those of docs/spool.md: version, claim, the seal's first 16 bytes, the job; marks written before still verify")
+    func ownerMarkLayout() {
+        let claim: UInt64 = 0x0102_0304_0506_0708
+        let inode: UInt64 = 0x1122_3344_5566_7788
+        func littleEndian(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64($0 * 8)) } }
+        let job = Array("a.url".utf8)
+        let message = Array("dropfetch owner mark".utf8) + [0, 1] + littleEndian(claim) + littleEndian(inode) + job
+        let expected = [1] + littleEndian(claim) + Array(Self.key.seal(message).prefix(16)) + job
+        let value = OwnerMark.value(for: PartOwner(job: "a.url", claim: claim), part: inode, key: Self.key)
+        #expect(value == expected)
+        #expect(OwnerMark.owner(in: expected, part: inode, key: Self.key) == PartOwner(job: "a.url", claim: claim))
+    }
+
     @Test("a new .part carries its owner, sealed, as user.dropfetch.owner, and no record file is written")
     func newPartIsMarked() throws {
         let (folder, path) = try makeFolder()
