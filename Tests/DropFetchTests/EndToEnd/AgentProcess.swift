@@ -67,7 +67,7 @@ final class AgentProcess: @unchecked Sendable {
         if process.isRunning { _ = kill() }
     }
 
-    func start() throws { try process.run() }
+    func start() throws { try process.runSerially() }
 
     /// Lets an agent started with `heldAtStart` exec the binary.
     func release() throws {

@@ -161,7 +161,7 @@ struct ControlTests {
         process.arguments = ["status", "--json", "--config", fixture.configPath]
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        try process.run()
+        try process.runSerially()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output))) as? [String: Any])

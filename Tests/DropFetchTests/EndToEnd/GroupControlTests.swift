@@ -37,7 +37,7 @@ struct GroupControlTests {
     /// A control command run by the group member; its exit status.
     private static func member(_ arguments: [String], config: String, log: String) throws -> Int32 {
         let command = try process(arguments, uid: memberUID, config: config, log: log)
-        try command.run()
+        try command.runSerially()
         command.waitUntilExit()
         return command.terminationStatus
     }
@@ -68,7 +68,7 @@ struct GroupControlTests {
         _ = FileManager.default.createFile(atPath: fixture.logPath, contents: nil)
         chmod(fixture.root.path, 0o755)
         let agent = try Self.process(["run"], uid: Self.agentUID, config: config, log: fixture.logPath)
-        try agent.run()
+        try agent.runSerially()
         defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL); agent.waitUntilExit() } }
         let work = fixture.spool + "/work/vm"
         let downloads = fixture.spool + "/downloads"
@@ -96,7 +96,7 @@ struct GroupControlTests {
         let remove = try Self.process([], uid: Self.memberUID, config: config, log: fixture.logPath)
         remove.arguments = ["--reuid=\(Self.memberUID)", "--regid=\(Self.groupID)", "--groups=\(Self.groupID)",
                             "/bin/rm", downloads + "/g.bin"]
-        try remove.run()
+        try remove.runSerially()
         remove.waitUntilExit()
         #expect(remove.terminationStatus == 0, "\(fixture.log)")
         #expect(!FileManager.default.fileExists(atPath: downloads + "/g.bin"))

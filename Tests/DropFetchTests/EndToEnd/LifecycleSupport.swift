@@ -72,7 +72,7 @@ extension SpoolFixture {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        try process.run()
+        try process.runSerially()
         let ended = try waitUntil(timeout: timeout, interval: .milliseconds(5)) { !process.isRunning }
         if !ended { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()

@@ -34,7 +34,7 @@ enum NetworkSplit {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command)
         process.arguments = [verb]
-        try process.run()
+        try process.runSerially()
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             throw NetworkSplitError.failed(verb, process.terminationStatus)

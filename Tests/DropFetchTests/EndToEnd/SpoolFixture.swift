@@ -111,7 +111,7 @@ final class SpoolFixture: @unchecked Sendable {
         let log = try logHandle()
         process.standardError = log
         process.standardOutput = log
-        try process.run()
+        try process.runSerially()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning {
@@ -134,7 +134,7 @@ final class SpoolFixture: @unchecked Sendable {
         let log = try logHandle()
         process.standardError = log
         process.standardOutput = log
-        try process.run()
+        try process.runSerially()
         daemon = process
     }
 

@@ -21,7 +21,7 @@ struct StatusPageAttackTests {
         log.seekToEndOfFile()
         process.standardOutput = log
         process.standardError = log
-        try process.run()
+        try process.runSerially()
         #expect(try waitUntil(timeout: .seconds(60)) { !process.isRunning })
         process.waitUntilExit()
         return process.terminationStatus

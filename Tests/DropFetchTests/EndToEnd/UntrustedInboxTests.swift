@@ -117,7 +117,7 @@ struct UntrustedInboxTests {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "ulimit -n \(limit) && exec \"$0\" run --once --config \"$1\" 2>>\"$2\"",
                                  SpoolFixture.binary, fixture.configPath, fixture.logPath]
-            try process.run()
+            try process.runSerially()
             #expect(try waitUntil(timeout: .seconds(60)) { !process.isRunning })
             process.waitUntilExit()
             let left = fixture.jobs(in: "inbox").count + fixture.names(in: "work/test-agent").filter { $0.hasSuffix(".url") }.count

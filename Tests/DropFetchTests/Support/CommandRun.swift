@@ -57,7 +57,7 @@ struct CommandRun {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try process.runSerially()
         let finished = try waitUntil(timeout: timeout, interval: .milliseconds(5)) { !process.isRunning }
         if !finished {
             kill(process.processIdentifier, SIGKILL)

@@ -34,9 +34,11 @@ struct CurlRun: Sendable {
         return nil
     }
 
-    /// Runs `curl -s -o BODY -D HEADERS -w '%{stderr}%{http_code}\n' arguments…` and waits for it.
+    /// Runs `curl -s -m 45 -o BODY -D HEADERS -w '%{stderr}%{http_code}\n' arguments… 2>CODES` and waits for it.
     ///
-    /// Only the first URL's body is kept; those of further URLs go to /dev/null.
+    /// Only the first URL's body is kept; those of further URLs go to /dev/null. The codes go to a
+    /// file, not a pipe: reading a pipe to its end waits for every process holding its write end, and
+    /// a stalled server ends the run with curl's exit 28 (a later `-m` wins) before the suite's limit.
     static func run(_ arguments: [String]) throws -> CurlRun {
         try start(arguments).finish()
     }
@@ -45,39 +47,31 @@ struct CurlRun: Sendable {
     static func start(_ arguments: [String]) throws -> Running {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("curlrun-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-o", folder.appendingPathComponent("body").path,
-                             "-D", folder.appendingPathComponent("headers").path,
-                             "-w", "%{stderr}%{http_code}\n"] + arguments
-        let output = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return Running(process: process, output: output, folder: folder)
+        let process = try ChildProcess("/usr/bin/curl", [
+            "-s", "-m", "45", "-o", folder.appendingPathComponent("body").path,
+            "-D", folder.appendingPathComponent("headers").path, "-w", "%{stderr}%{http_code}\n",
+        ] + arguments, stderr: .file(folder.appendingPathComponent("codes").path))
+        return Running(process: process, folder: folder)
     }
 
     /// A curl process that has been started; `finish()` waits for it and collects its results.
     final class Running {
-        let process: Process
-        private let output: Pipe
+        private let process: ChildProcess
         private let folder: URL
 
-        init(process: Process, output: Pipe, folder: URL) {
+        init(process: ChildProcess, folder: URL) {
             self.process = process
-            self.output = output
             self.folder = folder
         }
 
         func finish() throws -> CurlRun {
-            let printed = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
+            let exitCode = process.wait()
             defer { try? FileManager.default.removeItem(at: folder) }
+            let printed = (try? Data(contentsOf: folder.appendingPathComponent("codes"))) ?? Data()
             let body = (try? Data(contentsOf: folder.appendingPathComponent("body"))) ?? Data()
             let headers = (try? Data(contentsOf: folder.appendingPathComponent("headers"))) ?? Data()
             return CurlRun(
-                exitCode: process.terminationStatus,
+                exitCode: exitCode,
                 httpCodes: String(decoding: printed, as: UTF8.self).split(separator: "\n").compactMap { Int($0) },
                 body: [UInt8](body),
                 headerText: String(decoding: headers, as: UTF8.self))

@@ -44,7 +44,7 @@ struct PseudoTerminalRun {
         process.standardError = terminal
         process.standardInput = FileHandle.nullDevice
         do {
-            try process.run()
+            try process.runSerially()
         } catch {
             close(slave)
             throw error

@@ -8,56 +8,29 @@ import Glibc
 final class ScriptServer: @unchecked Sendable {
     let folder: String
     let logPath: String
-    /// Started with posix_spawn(3), not Foundation's `Process`: sshd closes every inherited
-    /// descriptor, and `Process` takes the close of its own watch socket for the child's exit and
-    /// then blocks in waitpid(2), holding up every other `Process` of the test run.
-    private let pid: pid_t
-    private var reaped = false
+    /// A `ChildProcess`, not Foundation's `Process`: sshd closes every inherited descriptor, and
+    /// `Process` takes the close of its own watch socket for the child's exit and then blocks in
+    /// waitpid(2), holding up every other `Process` of the test run.
+    private let child: ChildProcess
 
     /// Starts `program ARGUMENTS` with stdout and stderr in `folder/<name>.log`.
     init(_ program: String, _ arguments: [String], name: String, folder: String) throws {
         self.folder = folder
         logPath = folder + "/" + name + ".log"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of the test process, such as another `Process`'s watch socket, goes along.
-        _ = spawnActionCloseFrom(&actions, 3)
-        var environment = ProcessInfo.processInfo.environment
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, program, &actions, nil, argv, envp)
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
-        pid = child
+        child = try ChildProcess(program, arguments, stdout: .file(logPath, append: true), stderr: .sameAs(1),
+                                 environment: ["PYTHONDONTWRITEBYTECODE": "1"])
     }
 
     deinit { stop() }
 
     /// Ends the server (SIGKILL) and reaps it.
     func stop() {
-        guard !reaped else { return }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        reaped = true
+        if child.isRunning { kill(child.pid, SIGKILL) }
+        child.wait()
     }
 
-    /// Whether the server still runs (reaped by waitpid(2) with WNOHANG once it ended).
-    var isRunning: Bool {
-        guard !reaped else { return false }
-        var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid { reaped = true }
-        return !reaped
-    }
+    /// Whether the server still runs (reaped once it ended).
+    var isRunning: Bool { child.isRunning }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
@@ -102,19 +75,12 @@ final class ScriptServer: @unchecked Sendable {
 
     /// Runs a tool to its end (ssh-keygen, openssl); throws with its output when it fails.
     static func run(_ program: String, _ arguments: [String], in folder: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ScriptServerError.toolFailed(([program] + arguments).joined(separator: " "), String(decoding: data, as: UTF8.self))
+        let outputPath = folder + "/tool-\(UUID().uuidString.prefix(8)).out"
+        defer { unlink(outputPath) }
+        let tool = try ChildProcess(program, arguments, stdout: .file(outputPath), stderr: .sameAs(1), directory: folder)
+        guard tool.wait() == 0 else {
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw ScriptServerError.toolFailed(([program] + arguments).joined(separator: " "), output)
         }
     }
 
@@ -125,10 +91,6 @@ final class ScriptServer: @unchecked Sendable {
         return path
     }
 }
-
-/// glibc's posix_spawn_file_actions_addclosefrom_np(3) (2.34), which Swift's Glibc module does not show.
-@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
-private func spawnActionCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
 
 enum ScriptServerError: Error, CustomStringConvertible {
     case notReady(String, String)

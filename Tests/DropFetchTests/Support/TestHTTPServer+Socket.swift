@@ -46,14 +46,13 @@ extension TestHTTPServer {
             }
         }
 
-        /// accept(2), then fcntl(FD_CLOEXEC) so processes the tests spawn do not inherit the
-        /// connection (Glibc's overlay does not import accept4), and TCP_NODELAY so a small
+        /// accept4(2) with SOCK_CLOEXEC so processes the tests spawn never inherit the connection,
+        /// not even one started between the accept and a later fcntl, and TCP_NODELAY so a small
         /// header write is not held back by Nagle's algorithm waiting for a delayed ACK.
         static func accept(_ listener: Int32) throws -> Int32 {
             while true {
-                let fd = Glibc.accept(listener, nil, nil)
+                let fd = acceptCloseOnExec(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
                 if fd >= 0 {
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                     var one: Int32 = 1
                     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                     return fd
@@ -119,11 +118,10 @@ extension TestHTTPServer {
             _ = Glibc.close(fd)
         }
 
-        /// pipe(2) with FD_CLOEXEC on both ends, returning (read end, write end).
+        /// pipe2(2) with O_CLOEXEC on both ends, returning (read end, write end).
         static func pipe() throws -> (read: Int32, write: Int32) {
             var fds: [Int32] = [-1, -1]
-            guard Glibc.pipe(&fds) == 0 else { throw SocketError(call: "pipe", code: errno) }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            guard pipeCloseOnExec(&fds, O_CLOEXEC) == 0 else { throw SocketError(call: "pipe2", code: errno) }
             return (fds[0], fds[1])
         }
 
@@ -167,3 +165,12 @@ extension TestHTTPServer {
         }
     }
 }
+
+/// glibc's accept4(2), which Swift's Glibc overlay does not import.
+@_silgen_name("accept4")
+private func acceptCloseOnExec(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?,
+                               _ length: UnsafeMutablePointer<socklen_t>?, _ flags: Int32) -> Int32
+
+/// glibc's pipe2(2), which Swift's Glibc overlay does not import.
+@_silgen_name("pipe2")
+private func pipeCloseOnExec(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32

@@ -39,7 +39,7 @@ import Testing
         process.arguments = [path]
         let output = Pipe()
         process.standardOutput = output
-        try process.run()
+        try process.runSerially()
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         let expected = String(printed.prefix(64))
