@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// UTC RFC 3339 timestamps (`2026-11-21T22:00:00Z`) for status files, via gmtime_r(3).
 public enum Timestamp {
@@ -7,7 +6,8 @@ public enum Timestamp {
 
     /// The last second formatted and its text: a small job asks for the same second three times
     /// (queued, started, finished), and a text of 20 bytes is an allocation each time.
-    private static let last = Mutex<(seconds: Int64, text: String)>((.min, ""))
+    /// `Locked`, not `Mutex`: ThreadSanitizer follows its pthread mutex.
+    private static let last = Locked<(seconds: Int64, text: String)>((.min, ""))
 
     public static func format(seconds: Int64) -> String {
         if let text = last.withLock({ $0.seconds == seconds ? $0.text : nil }) { return text }

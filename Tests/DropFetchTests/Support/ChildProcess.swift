@@ -1,6 +1,6 @@
+@testable import DropFetch
 import Foundation
 import Glibc
-import Synchronization
 
 /// A program started with posix_spawn(3) holding nothing of the test process but descriptors 0–2,
 /// and reaped with waitpid(2) by whoever waits for it.
@@ -18,7 +18,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     let pid: pid_t
-    private let reaped = Mutex<Int32?>(nil)
+    private let reaped = Locked<Int32?>(nil)
 
     /// Starts `program arguments…` (a path, or a name looked up on `$PATH` as posix_spawnp(3) does) in
     /// `directory` with its streams as given and the test process's environment plus `extra`.
