@@ -92,6 +92,8 @@ final class JobFinish: WorkerTask {
 
         func perform() -> Answer {
             var answer = Answer(endings: Array(repeating: JobFinish.unfinished, count: items.count))
+            // Every part's writeback under way before the first fsync waits, so the batch's writes overlap.
+            if durable { for item in items { item.part?.data.startWriteback() } }
             // For each item: nil when its part could not be published, else the name (nil without a part).
             var names = [String??](repeating: nil, count: items.count)
             for position in items.indices {
@@ -111,7 +113,7 @@ final class JobFinish: WorkerTask {
             // The folder lists are made only when they are synced: without fsync they cost allocations only.
             if durable { syncFolders(items.indices.compactMap { names[$0] != nil ? items[$0].part?.publication.part.folder : nil }, &answer) }
             // In item order. A filing whose part was published files a copy of its record naming the part.
-            var staged: [(position: Int, record: StatusRecord)] = []
+            var written: [(position: Int, record: StatusRecord, file: FileDescriptor)] = []
             for position in items.indices where names[position] != nil {
                 let name = names[position]!
                 if items[position].part != nil { crashPlan?.reach(.published) }
@@ -125,13 +127,26 @@ final class JobFinish: WorkerTask {
                     record.downloads[part.index].file = FileSystem.join(part.publication.part.folder.path, name)
                 }
                 do {
-                    try AtomicFile.writeTemp(record.encoded(), at: filing.temp, mode: 0o644, durable: durable)
-                    staged.append((position, record))
+                    let file = try AtomicFile.createTemp(record.encoded(), at: filing.temp, mode: 0o644)
+                    if durable { file.startWriteback() }
+                    written.append((position, record, file))
                 } catch {
-                    try? FileSystem.removeIfPresent(filing.temp)
                     answer.endings[position] = .filingFailed(name: name, record: record, error)
                 }
             }
+            // The staged records synced once all their writes are under way.
+            var staged: [(position: Int, record: StatusRecord)] = []
+            staged.reserveCapacity(written.count)
+            for (position, record, file) in written {
+                do {
+                    if durable { try file.sync() }
+                    staged.append((position, record))
+                } catch {
+                    try? FileSystem.removeIfPresent(items[position].filing!.temp)
+                    answer.endings[position] = .filingFailed(name: names[position]!, record: record, error)
+                }
+            }
+            written.removeAll()
             var filed: [Int] = []
             for (position, record) in staged {
                 let name = names[position]!

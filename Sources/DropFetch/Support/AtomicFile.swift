@@ -54,10 +54,23 @@ enum AtomicFile {
     /// The first half of `write`: `temp` created (O_EXCL) with `bytes`, fsynced when `durable`;
     /// removed again when that fails.
     static func writeTemp(_ bytes: [UInt8], at temp: String, mode: UInt32, durable: Bool) throws(SystemError) {
+        let file = try createTemp(bytes, at: temp, mode: mode)
+        guard durable else { return }
+        do {
+            try file.sync()
+        } catch {
+            try? FileSystem.removeIfPresent(temp)
+            throw error
+        }
+    }
+
+    /// `temp` created (O_EXCL) holding `bytes`, not synced, and left open for the caller's sync;
+    /// removed again when that fails.
+    static func createTemp(_ bytes: [UInt8], at temp: String, mode: UInt32) throws(SystemError) -> FileDescriptor {
         do {
             let file = try createExclusive(temp, mode: mode)
             try file.write(bytes)
-            if durable { try file.sync() }
+            return file
         } catch {
             try? FileSystem.removeIfPresent(temp)
             throw error
