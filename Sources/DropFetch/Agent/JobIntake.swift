@@ -32,6 +32,7 @@ final class JobIntake: AgentPart {
         noteScanProblems(scan)
         releasedStates.formUnion(scan.releasedStates)
         let paths = scan.entries.lazy.map(\.relativePath).filter { [inbox] in !inbox.contains($0) }.sorted()
+        guard context.acceptsWork else { return }
         inbox.reserveCapacity(paths.count)
         runner.scheduler.reserveCapacity(paths.count)
         for path in paths {
@@ -39,9 +40,8 @@ final class JobIntake: AgentPart {
             let modified = hints.modified ?? (try? FileSystem.lstatus(FileSystem.join(spool.inbox, path))).map {
                 Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec)
             } ?? 0
-            if inbox.scanned(path, modified: modified, now: now) {
-                index(path, arrival: modified, settled: true, hints: hints)
-            }
+            // Not in the index (filtered above) and settled now: queued without asking again.
+            if inbox.scanned(path, modified: modified, now: now) { add(path, arrival: modified, hints: hints) }
         }
     }
 
@@ -83,12 +83,16 @@ final class JobIntake: AgentPart {
 
     /// Queues an inbox job without claiming it: its priority, class and host are read from the
     /// file (an unreadable one is queued as it is, to be filed as invalid once claimed).
-    func index(_ path: String, arrival: Int64, settled: Bool, hints known: QueueHints? = nil) {
+    func index(_ path: String, arrival: Int64, settled: Bool) {
         guard context.acceptsWork else { return }
         // Written again since it was read: the claim reads it anew.
         guard !inbox.contains(path) else { return inbox.forgetContents(of: path) }
         inbox.settledByEvent(path)
-        let hints = known ?? self.hints(for: path)
+        add(path, arrival: arrival, hints: hints(for: path))
+    }
+
+    /// Queues a job file the index does not hold yet and that has settled.
+    private func add(_ path: String, arrival: Int64, hints: QueueHints) {
         let priority = hints.priority
         let className = hints.className
         let host = hints.host
@@ -97,8 +101,7 @@ final class JobIntake: AgentPart {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()
-        inbox.add(path, id: id, arrival: arrivalTime)
-        if let contents = hints.contents { inbox.keep(contents, for: path) }
+        inbox.add(path, id: id, arrival: arrivalTime, contents: hints.contents)
         runner.scheduler.enqueue(Scheduler.Entry(unit: Scheduler.Unit(job: id, download: Scheduler.Unit.wholeJob),
                                           priority: priority, arrival: Int(arrivalTime), host: host,
                                           className: className))
@@ -141,8 +144,7 @@ final class JobIntake: AgentPart {
     /// a place in `admission` until it is back, so that no more jobs are claimed than could run.
     func claimCandidate(_ entry: Scheduler.Entry) {
         guard let candidate = inbox.candidate(entry.unit.job) else { return }
-        let known = inbox.keptContents(of: candidate.path)
-        inbox.remove(id: entry.unit.job)
+        let known = inbox.remove(id: entry.unit.job)
         let released = !releasedStates.isEmpty && releasedStates.remove(Spool.releasedStatePath(forJob: candidate.path)) != nil
         let claim = JobClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
                              limit: config.limits.maxJobFileSize, adoptsReleasedState: released, known: known,
@@ -157,7 +159,7 @@ final class JobIntake: AgentPart {
             switch claim.ending {
             case .claimed(let workName, let previous, let contents):
                 // Held or moved away while the claim was on its way back: not this agent's any more.
-                if departedDuringClaims.contains(workName), !FileSystem.exists(FileSystem.join(spool.work, workName)) {
+                if !departedDuringClaims.isEmpty, departedDuringClaims.contains(workName), !FileSystem.exists(FileSystem.join(spool.work, workName)) {
                     if let first = claim.firstPart { drop(first, of: claim.entry, workName: workName) }
                     return logger.info("job left the work folder as it was claimed", metadata: ["job": "\(workName)"])
                 }
@@ -166,9 +168,9 @@ final class JobIntake: AgentPart {
                 // The job's name is its job file's name; a released state brings hints only.
                 // The claim's acceptance stands while the config it was made under is in force.
                 let accepted = claim.firstPart.flatMap { $0.generation == runner.names.generation ? $0.accepted : nil }
-                admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
-                      previous: previous, arrival: candidate.arrival, contents: contents, accepted: accepted)
-                if let first = claim.firstPart { takeFirstPart(first, workName: workName) }
+                let job = admit(workName: workName, jobName: claim.entry.name, folder: claim.entry.folder,
+                                previous: previous, arrival: candidate.arrival, contents: contents, accepted: accepted)
+                if let first = claim.firstPart { takeFirstPart(first, of: job) }
             case .gone:
                 if !claimFailures.isEmpty { claimFailures[candidate.path] = nil }
             case .notFollowed(let error):
@@ -186,8 +188,8 @@ final class JobIntake: AgentPart {
     /// The part taken with the claim goes to the job's first download, when the job was admitted
     /// as the claim's worker saw it (same class, no reload since) and that download has none yet;
     /// else it is removed, and the download takes its name when it starts, under the config in force.
-    private func takeFirstPart(_ first: JobClaim.FirstPart, workName: String) {
-        guard let job = table.job(workName: workName), first.generation == runner.names.generation,
+    private func takeFirstPart(_ first: JobClaim.FirstPart, of admitted: Job?) {
+        guard let job = admitted, first.generation == runner.names.generation,
               job.record.className == first.className, !job.indices.isEmpty,
               job.part(of: 0) == nil, job.phase(of: 0) == .queued else {
             return first.part.discard()
@@ -237,10 +239,12 @@ final class JobIntake: AgentPart {
 
     /// Reads, validates and queues a job that is now in `work/<agent>/`; an invalid one is filed
     /// in failed/ at once. `previous` is its state file when it is being recovered or released.
+    /// The job, unless it was filed as invalid or could not be read.
+    @discardableResult
     func admit(workName: String, jobName: String, folder: String, previous: StatusRecord?, arrival: Int64,
                recovered: Bool = false, distrustsData: Bool = false,
                contents read: Result<JobFileReader.Contents, JobFileReader.Failure>? = nil,
-               accepted claimed: JobAcceptance? = nil) {
+               accepted claimed: JobAcceptance? = nil) -> Job? {
         let now = Timestamp.format(seconds: clock.wallSeconds())
         var record = StatusRecord(job: jobName, state: .queued, className: "default", priority: 0,
                                   agent: agentID, submitted: previous?.submitted ?? now)
@@ -254,17 +258,19 @@ final class JobIntake: AgentPart {
         case .failure(.transient(let error)):
             // Not the file's fault: it stays in work/ and is admitted again by the next recovery.
             unreadClaims += 1
-            return logger.error("cannot read job file (read again at the next scan or run): \(error)",
-                                metadata: ["job": "\(jobName)"])
+            logger.error("cannot read job file (read again at the next scan or run): \(error)", metadata: ["job": "\(jobName)"])
+            return nil
         case .failure(.invalid(let error)):
-            return publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+            publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+            return nil
         case .success(var contents):
             claim = contents.inode
             // Parsed by the index or the claim's worker already, unless recovery read it.
             switch contents.parse() {
             case .success(let parsed): spec = parsed
             case .failure(let error):
-                return publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+                publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
+            return nil
             }
         }
         record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }
@@ -275,7 +281,8 @@ final class JobIntake: AgentPart {
             switch JobAcceptance.check(spec, folder: folder, config: context.shared.config) {
             case .success(let found): accepted = found
             case .failure(let refusal):
-                return publisher.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
+                publisher.fileImmediately(workName, record, refusal.failure(jobName: jobName, protocols: config.protocols))
+                return nil
             }
         }
         record.className = accepted.className
@@ -292,7 +299,10 @@ final class JobIntake: AgentPart {
         // A fresh job under `duplicates: skip` (or `duplicates=skip`) is judged before it fetches.
         // (Not one an earlier run began: the machine asks only while no attempt was made.)
         if (spec.duplicates ?? config.duplicates) == .skip { job.handle(.duplicateCheckAsked) }
-        if job.isFinished { return publisher.fileJob(job) }
+        if job.isFinished {
+            publisher.fileJob(job)
+            return job
+        }
         // A retry's backoff carries over; a hold by a window or a quota does not (docs/config.md:
         // after a restart the gate decides again on the clock and the config of this run).
         let due = previous.flatMap { $0.waitReason == nil ? $0.retryAt : nil }.flatMap(Timestamp.parse).map { wall in
@@ -305,6 +315,7 @@ final class JobIntake: AgentPart {
                 runner.scheduler.enqueue(job.schedulerEntry(index))
             }
         }
+        return job
     }
 
 

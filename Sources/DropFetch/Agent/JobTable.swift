@@ -53,7 +53,9 @@ final class JobTable {
         jobs[job.id] = nil
         if !failedFilings.isEmpty { failedFilings.remove(job.id) }
         // A job filed moments ago may share its work name with one claimed since.
-        if idsByWorkName[job.workName] == job.id { idsByWorkName[job.workName] = nil }
+        if let index = idsByWorkName.index(forKey: job.workName), idsByWorkName.values[index] == job.id {
+            idsByWorkName.remove(at: index)
+        }
     }
 
     /// Forgets every job and transfer (a fenced agent drops what it had); returns the

@@ -231,10 +231,14 @@ struct Scheduler {
             case .total:
                 return nil
             case .jobClass:
+                // The last class: nothing else can start, and nothing need be set aside and put back.
+                if top.count == 1 { return nil }
                 top.pop()
                 heapOperations += 1
                 asideClasses.append(classID)
             case .host:
+                // The last lane of the last class (one host and class under per_host): likewise.
+                if top.count == 1, classes[Int(classID)]!.count == 1 { return nil }
                 classes[Int(classID)]!.pop()
                 heapOperations += 1
                 asideLanes.append(head.lane)

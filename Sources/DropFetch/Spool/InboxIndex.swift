@@ -43,37 +43,35 @@ struct InboxIndex {
         kept.reserveCapacity(min(kept.count + additional, InboxIndex.keptLimit))
     }
 
-    mutating func add(_ path: String, id: Int, arrival: Int64) {
-        unsettled[path] = nil
+    /// A new candidate, with the bytes read of its file kept when small and while there is room.
+    /// (Each table is asked only when it may hold the path: a lookup hashes the whole path.)
+    mutating func add(_ path: String, id: Int, arrival: Int64, contents: JobFileReader.Contents? = nil) {
+        if !unsettled.isEmpty { unsettled[path] = nil }
         candidates[id] = Candidate(path: path, arrival: arrival)
         ids[path] = id
+        if let contents, contents.bytes.count <= InboxIndex.keptMaxBytes, kept.count < InboxIndex.keptLimit {
+            kept[path] = contents
+        }
     }
 
-    /// Forgets a candidate: claimed by this agent, or gone (another agent took it).
-    mutating func remove(id: Int) {
-        guard let candidate = candidates.removeValue(forKey: id) else { return }
+    /// Forgets a candidate (claimed by this agent, or gone: another agent took it), and gives
+    /// back the bytes kept of its file.
+    @discardableResult
+    mutating func remove(id: Int) -> JobFileReader.Contents? {
+        guard let candidate = candidates.removeValue(forKey: id) else { return nil }
         ids[candidate.path] = nil
-        kept[candidate.path] = nil
+        return kept.isEmpty ? nil : kept.removeValue(forKey: candidate.path)
     }
-
-    /// Keeps the bytes read of a candidate's file, when small and while there is room.
-    mutating func keep(_ contents: JobFileReader.Contents, for path: String) {
-        guard contents.bytes.count <= InboxIndex.keptMaxBytes, kept.count < InboxIndex.keptLimit, ids[path] != nil else { return }
-        kept[path] = contents
-    }
-
-    /// The bytes kept of `path`'s file, if any.
-    func keptContents(of path: String) -> JobFileReader.Contents? { kept[path] }
 
     /// The file at `path` was written again (another close or move event): its kept bytes are stale.
     mutating func forgetContents(of path: String) {
-        kept[path] = nil
+        if !kept.isEmpty { kept[path] = nil }
     }
 
     /// A scanned file: settled when its mtime is old enough, else remembered for a later look.
     mutating func scanned(_ path: String, modified: Int64, now: Int64) -> Bool {
         if modified <= now - InboxIndex.settleTime {
-            unsettled[path] = nil
+            if !unsettled.isEmpty { unsettled[path] = nil }
             return true
         }
         unsettled[path] = modified
@@ -97,6 +95,6 @@ struct InboxIndex {
 
     /// A file settled by an inotify close or move event needs no waiting.
     mutating func settledByEvent(_ path: String) {
-        unsettled[path] = nil
+        if !unsettled.isEmpty { unsettled[path] = nil }
     }
 }
