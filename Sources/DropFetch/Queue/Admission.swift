@@ -24,7 +24,7 @@ struct Admission: Sendable, Equatable {
     /// Replaced on a config reload; running downloads keep going even if now over a limit.
     var limits: Limits
     private(set) var active = 0
-    private var perHost: [String: Int] = [:]
+    private var perHost = HostCounts()
     private var perClass: [String: Int] = [:]
     /// The places of the class `default`, counted apart from `perClass`: most jobs run in it, and
     /// a class name hashed at every start and end cost more than the count.
@@ -51,7 +51,7 @@ struct Admission: Sendable, Equatable {
 
     func refusal(host: String, className: String) -> Refusal? {
         guard active < limits.total else { return .total }
-        guard perHost[host, default: 0] < limits.perHost else { return .host }
+        guard perHost[host] < limits.perHost else { return .host }
         if !limits.perClass.isEmpty, let cap = limits.perClass[className], classActive(className) >= cap { return .jobClass }
         return nil
     }
@@ -63,7 +63,7 @@ struct Admission: Sendable, Equatable {
     /// How many more connections to `host` of class `className` may open now (extra segments of
     /// a running download: one that finds no room is simply not opened).
     func room(host: String, className: String) -> Int {
-        var free = min(limits.total - active, limits.perHost - perHost[host, default: 0])
+        var free = min(limits.total - active, limits.perHost - perHost[host])
         if let cap = limits.perClass[className] { free = min(free, cap - classActive(className)) }
         return max(0, free)
     }
@@ -71,7 +71,7 @@ struct Admission: Sendable, Equatable {
     /// The limit leaving `host` and `className` the least room (`concurrency.per_host 2`), for a capped split's log line.
     func tightestLimit(host: String, className: String) -> String {
         var limits = [(room: self.limits.total - active, name: "concurrency.total \(self.limits.total)"),
-                      (room: self.limits.perHost - perHost[host, default: 0], name: "concurrency.per_host \(self.limits.perHost)")]
+                      (room: self.limits.perHost - perHost[host], name: "concurrency.per_host \(self.limits.perHost)")]
         if let cap = self.limits.perClass[className] {
             limits.append((room: cap - classActive(className), name: "class \(className) max_active \(cap)"))
         }
@@ -80,17 +80,55 @@ struct Admission: Sendable, Equatable {
 
     mutating func started(host: String, className: String) {
         active += 1
-        perHost[host, default: 0] += 1
+        perHost.add(host)
         if className == "default" { defaultClassActive += 1 } else { perClass[className, default: 0] += 1 }
     }
 
     mutating func finished(host: String, className: String) {
         active = max(0, active - 1)
-        Admission.release(host, in: &perHost)
+        perHost.remove(host)
         if className == "default" {
             defaultClassActive = max(0, defaultClassActive - 1)
         } else {
             Admission.release(className, in: &perClass)
+        }
+    }
+
+    /// Places by host. The host most places go to is counted apart from the others: a queue of
+    /// one host's files asks for its count at every start and end, and comparing two short names
+    /// costs less than hashing one. A host is counted in one of the two, never both.
+    private struct HostCounts: Sendable, Equatable {
+        private var hot: String?
+        private var hotCount = 0
+        private var others: [String: Int] = [:]
+
+        subscript(host: String) -> Int {
+            if let hot, hot == host { return hotCount }
+            return others.isEmpty ? 0 : others[host, default: 0]
+        }
+
+        mutating func add(_ host: String) {
+            if let hot, hot == host {
+                hotCount += 1
+            } else if hot == nil, others.isEmpty || others[host] == nil {
+                (hot, hotCount) = (host, 1)
+            } else {
+                others[host, default: 0] += 1
+            }
+        }
+
+        mutating func remove(_ host: String) {
+            if let hot, hot == host {
+                hotCount -= 1
+                if hotCount <= 0 { (self.hot, hotCount) = (nil, 0) }
+            } else if !others.isEmpty {
+                Admission.release(host, in: &others)
+            }
+        }
+
+        mutating func removeAll() {
+            (hot, hotCount) = (nil, 0)
+            others.removeAll()
         }
     }
 

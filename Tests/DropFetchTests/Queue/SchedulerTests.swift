@@ -134,6 +134,28 @@ struct AdmissionTests {
         #expect(admission.admits(host: "b", className: "default"))
     }
 
+    @Test("per-host counts stay right whichever host comes first, leaves and comes back, over 5,000 starts and ends")
+    func perHostCountsAgainstAModel() {
+        var admission = Admission(limits: .init(total: 1_000_000, perHost: 1_000))
+        var model: [String: Int] = [:]
+        var seed: UInt64 = 0x2545_F491_4F6C_DD1D
+        let hosts = ["a.example", "b.example", "c.example", "a.example:8080"]
+        for step in 0..<5_000 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let host = hosts[Int(seed >> 33) % hosts.count]
+            if (seed >> 20) % 3 == 0, model[host] != nil {
+                admission.finished(host: host, className: "default")
+                if let count = model[host] { model[host] = count > 1 ? count - 1 : nil }
+            } else {
+                admission.started(host: host, className: "default")
+                model[host, default: 0] += 1
+            }
+            for name in hosts {
+                #expect(admission.room(host: name, className: "default") == 1_000 - model[name, default: 0], "step \(step), host \(name)")
+            }
+        }
+    }
+
     @Test("reloaded limits apply to the next starts; running ones are kept")
     func reloadOfLimits() {
         var scheduler = Scheduler()
