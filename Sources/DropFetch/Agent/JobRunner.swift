@@ -138,7 +138,7 @@ final class JobRunner: AgentPart {
         var request = TransferRequest(
             url: download.currentURL, headers: download.spec.headers, checksum: download.spec.checksum,
             maxFileSize: config.limits.maxFileSize, connectTimeout: config.limits.connectTimeout,
-            lowSpeed: config.limits.lowSpeed, protocols: config.protocols)
+            lowSpeed: config.limits.lowSpeed, protocols: config.protocols, protocolList: config.protocolList)
         request.mirror = download.mirror
         request.scheme = download.spec.scheme(mirror: download.mirror)
         request.host = entry.host
@@ -184,7 +184,6 @@ final class JobRunner: AgentPart {
     private func launch(_ request: TransferRequest, _ entry: Scheduler.Entry, _ job: Job, newAttempt: Bool, recordsState: Bool) {
         let index = entry.unit.download
         guard let part = job.part(of: index) else { return }
-        let download = job.download(index)
         if let resumed = piecesToResume(part, request, job, index) {
             return beginSegmented(entry, job, request, part, resumed, recordsState: recordsState, newAttempt: newAttempt)
         }
@@ -197,20 +196,21 @@ final class JobRunner: AgentPart {
             return endAttempt(job, index, JobRunner.startFailure(error, bytes: part.size))
         }
         admission.started(host: entry.host, className: entry.className)
-        transfer.restartedFromZero = { [logger, jobName = job.record.job, offset = transfer.requestedOffset, weak job] in
+        // The job by its id, not a weak reference: that would give every job a side table.
+        transfer.restartedFromZero = { [unowned self, jobName = job.record.job, offset = transfer.requestedOffset, id = job.id] in
             logger.info("download restarted from 0: the server sent the whole file, not the range asked for",
                         metadata: ["job": "\(jobName)", "requested_from": "\(offset)"])
-            job?.apply(.restartedFromZero, to: index)
+            table.job(id)?.apply(.restartedFromZero, to: index)
         }
         table.started(transfer, for: entry.unit)
         if mayBeSplit(job, index, request) {
             transfer.accepted = { [unowned self, key = transfer.easy.key] in splitCandidates.append(key) }
         }
-        job.apply(.transferStarted(key: transfer.easy.key, url: Redaction.url(download.currentURL),
+        job.apply(.transferStarted(key: transfer.easy.key, url: Redaction.url(request.url),
                                    offset: transfer.requestedOffset, written: transfer.written,
                                    now: clock.now(), newAttempt: newAttempt), to: index)
         if recordsState { filer.saveState(job) }
-        bandwidth.transferStarted(transfer, className: job.record.className, ownLimit: download.spec.maxDownloadLimit)
+        bandwidth.transferStarted(transfer, className: job.record.className, ownLimit: job.spec.downloads[index].maxDownloadLimit)
         JobLog.started(job, index, from: transfer.requestedOffset, logger: logger)
     }
 

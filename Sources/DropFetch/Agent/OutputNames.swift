@@ -6,6 +6,9 @@ final class OutputNames: AgentPart {
     let context: AgentContext
     /// Open destination roots by absolute path: files below them are reached through these.
     private var destinations: [String: DirectoryHandle] = [:]
+    /// The root asked for last, one of `destinations`: most jobs go to one destination, and a
+    /// path compared costs less than one hashed.
+    private var lastRoot: (path: String, root: DirectoryHandle)?
 
     init(context: AgentContext) {
         self.context = context
@@ -17,6 +20,7 @@ final class OutputNames: AgentPart {
     /// Forgets the open roots (a config reload may name other destinations).
     func closeRoots() {
         destinations.removeAll()
+        lastRoot = nil
         generation += 1
     }
 
@@ -106,10 +110,16 @@ final class OutputNames: AgentPart {
     /// The open destination root of a job's class (or the global one), opened once and created if missing.
     func destinationRoot(of job: Job) throws(SystemError) -> DirectoryHandle {
         let path = destinationPath(of: job)
-        if let open = destinations[path] { return open }
-        let handle = try DirectoryHandle.openRoot(path, create: true)
-        destinations[path] = handle
-        return handle
+        if let lastRoot, lastRoot.path == path { return lastRoot.root }
+        let root: DirectoryHandle
+        if let open = destinations[path] {
+            root = open
+        } else {
+            root = try DirectoryHandle.openRoot(path, create: true)
+            destinations[path] = root
+        }
+        lastRoot = (path, root)
+        return root
     }
 
     func destinationPath(of job: Job) -> String {

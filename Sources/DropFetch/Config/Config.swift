@@ -94,7 +94,11 @@ public struct Config: Sendable, Equatable {
     public var onceWait: Duration = .seconds(60)
     public var retry = Retry()
     public var limits = Limits()
-    public var protocols: [String] = ["http", "https"]
+    public var protocols: [String] = ["http", "https"] {
+        didSet { protocolList = protocols.joined(separator: ",") }
+    }
+    /// `protocols` as CURLOPT_PROTOCOLS_STR takes them: joined once, not at every transfer.
+    public private(set) var protocolList = "http,https"
     public var onConflict: ConflictPolicy = .rename
     public var contentDisposition = false
     public var duplicates: DuplicatePolicy = .off

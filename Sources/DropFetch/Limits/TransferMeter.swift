@@ -2,11 +2,13 @@
 /// received per class (the metrics file), from the transfers' byte counts sampled about once a
 /// second by the event loop; the write callback of an unlimited transfer counts nothing.
 ///
-/// Transfers are held weakly: one that ended is counted a last time while its owner still has it
-/// (`forget` right after the agent let it go), and never kept alive by the meter.
+/// A transfer that ended is counted a last time and let go by `forget`, which the agent calls
+/// as the transfer leaves its table (`BandwidthControl.transferEnded`, or the next
+/// `applyRateLimits` while limits are in force). Held strongly: a weak reference gives every
+/// transfer a side table and makes each of its retains and releases take the slow path.
 struct TransferMeter {
     private struct Track {
-        weak var transfer: Transfer?
+        let transfer: Transfer
         let className: String
         /// Bytes of the transfer already added to its class.
         var counted: Int64
@@ -36,15 +38,16 @@ struct TransferMeter {
 
     /// Counts a transfer's last bytes (if it still exists) and stops metering it.
     mutating func forget(_ key: Int) {
-        guard let track = tracks.removeValue(forKey: key), let transfer = track.transfer else { return }
-        bytesByClass[track.className, default: 0] += max(0, transfer.downloadedBytes - track.counted)
+        guard let track = tracks.removeValue(forKey: key) else { return }
+        bytesByClass[track.className, default: 0] += max(0, track.transfer.downloadedBytes - track.counted)
     }
 
     /// Reads every transfer's byte count: adds the new bytes to its class and keeps a sample for
     /// its speed.
     mutating func sample(now: Int64) {
         for key in tracks.keys {
-            guard var track = tracks[key], let transfer = track.transfer else { continue }
+            guard var track = tracks[key] else { continue }
+            let transfer = track.transfer
             let written = transfer.downloadedBytes
             if written >= track.counted {
                 bytesByClass[track.className, default: 0] += written - track.counted

@@ -128,9 +128,8 @@ final class Transfer {
         try easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)
         // The agent follows redirects itself, so that headers stay with their origin (RedirectPolicy).
         try easy.set(CURLOPT_FOLLOWLOCATION, false)
-        let protocols = request.protocols.joined(separator: ",")
-        try easy.set(CURLOPT_PROTOCOLS_STR, protocols)
-        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
+        try easy.set(CURLOPT_PROTOCOLS_STR, request.protocolList)
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, request.protocolList)
         try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, request.connectTimeout.milliseconds)
         if request.lowSpeed.bytesPerSecond > 0 {

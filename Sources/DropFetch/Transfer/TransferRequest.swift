@@ -16,8 +16,10 @@ struct TransferRequest: Sendable {
     var maxFileSize: Int64
     var connectTimeout: Duration
     var lowSpeed: Config.LowSpeed
-    /// Schemes for CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR.
+    /// Schemes a redirect may go to (RedirectPolicy), and the same joined by commas for
+    /// CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR.
     var protocols: [String]
+    var protocolList: String
     var maxRedirects = 10
     var durable = true
     /// The config's `digest`: whether the SHA-256 for the status file is computed (a job's

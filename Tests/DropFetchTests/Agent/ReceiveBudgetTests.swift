@@ -13,7 +13,7 @@ struct ReceiveBudgetTests {
             throw SystemError(code: EEXIST, operation: "reserve")
         }
         let request = TransferRequest(url: "http://127.0.0.1:9/" + name, maxFileSize: .max, connectTimeout: .seconds(1),
-                                      lowSpeed: Config.LowSpeed(), protocols: ["http"])
+                                      lowSpeed: Config.LowSpeed(), protocols: ["http"], protocolList: "http")
         return try Transfer(request, part: part)
     }
 

@@ -101,7 +101,7 @@ struct RedirectPolicyTests {
         var request = TransferRequest(url: row.job, headers: headers, checksum: nil,
                                       maxFileSize: 1 << 30, connectTimeout: .seconds(30),
                                       lowSpeed: Config.LowSpeed(),
-                                      protocols: row.protocols)
+                                      protocols: row.protocols, protocolList: row.protocols.joined(separator: ","))
         request.maxRedirects = row.maxRedirects
         request.blockPrivateAddresses = true
         request.credentials = Self.credentials

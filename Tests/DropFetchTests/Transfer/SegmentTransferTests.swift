@@ -24,7 +24,7 @@ struct SegmentTransferTests {
         }
         try part.file.truncate(to: Int64(Self.total))
         let request = TransferRequest(url: server.url("/f.bin"), maxFileSize: .max, connectTimeout: .seconds(5),
-                                      lowSpeed: Config.LowSpeed(), protocols: ["http"])
+                                      lowSpeed: Config.LowSpeed(), protocols: ["http"], protocolList: "http")
         let window = SegmentWindow(id: 1, start: start, end: end, total: Int64(Self.total), validator: validator)
         var pieces: [PieceMap.Range] = []
         window.wrote = { pieces.append($0) }

@@ -39,7 +39,7 @@ struct SegmentedDownloadTests {
             throw SystemError(code: EEXIST, operation: "reserve")
         }
         let request = TransferRequest(url: server.url("/f.bin"), maxFileSize: .max, connectTimeout: .seconds(5),
-                                      lowSpeed: Config.LowSpeed(), protocols: ["http"])
+                                      lowSpeed: Config.LowSpeed(), protocols: ["http"], protocolList: "http")
         return SegmentedDownload(request: request, part: part, map: map ?? PieceMap(total: Int64(total)),
                                  validator: "\"v1\"", connections: connections, minSize: Int64(minSize))
     }
