@@ -123,8 +123,10 @@ final class JobIntake: AgentPart {
     private func hints(for path: String) -> QueueHints {
         var hints = QueueHints()
         let entry = Spool.InboxEntry(relativePath: path, modified: 0)
+        // Read through the shared box: `config` inside the `guard` copied the whole Config.
+        let limit = context.shared.config.limits.maxJobFileSize
         guard let routing = try? spool.routingFolder(entry.folder),
-              case .success(var contents) = JobFileReader.contents(of: entry.name, in: routing, limit: config.limits.maxJobFileSize)
+              case .success(var contents) = JobFileReader.contents(of: entry.name, in: routing, limit: limit)
         else { return hints }
         // Parsed here once: the claim and admission take the spec along with the bytes.
         let parsed = contents.parse()
