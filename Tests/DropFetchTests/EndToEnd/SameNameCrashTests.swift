@@ -148,7 +148,7 @@ struct SameNameCrashTests {
         let seed = ProcessInfo.processInfo.environment["DROPFETCH_SOAK_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("same-name kill storm: seed \(seed)")
-        var random = StormRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let server = try TestHTTPServer()
         var jobs: [SpoolAudit.ExpectedJob] = []
         for index in 0..<12 {
@@ -213,19 +213,5 @@ struct SameNameCrashTests {
         #expect(SpoolAudit(fixture: fixture).writesOutside().isEmpty)
         print("same-name kill storm: seed \(seed), \(kills) kills in \(starts) starts, "
             + "\(server.completedRequests().count) requests, \(CrashMatrixTests.seconds(ContinuousClock.now - began)) s")
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014), so a storm's choices can be repeated from its seed.
-private struct StormRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
     }
 }

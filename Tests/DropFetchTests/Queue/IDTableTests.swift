@@ -6,14 +6,15 @@ import Testing
 @Suite struct IDTableTests {
     @Test(arguments: [5, 200, 3000])
     func answersAsADictionary(idRange: Int) {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64.seeded()
+        let seed = generator.seed
         var table = IDTable<String>()
         var expected: [Int: String] = [:]
         for step in 0..<30_000 {
             let id = Int.random(in: 0...idRange, using: &generator)
             switch Int.random(in: 0..<3, using: &generator) {
             case 0:
-                #expect(table.removeValue(forID: id) == expected.removeValue(forKey: id))
+                #expect(table.removeValue(forID: id) == expected.removeValue(forKey: id), "seed \(seed), step \(step)")
             case 1:
                 table[id] = nil
                 expected[id] = nil
@@ -21,12 +22,12 @@ import Testing
                 table[id] = "v\(step)"
                 expected[id] = "v\(step)"
             }
-            #expect(table.count == expected.count)
+            #expect(table.count == expected.count, "seed \(seed), step \(step)")
         }
-        for id in 0...idRange { #expect(table[id] == expected[id]) }
-        #expect(table.values.sorted() == expected.values.sorted())
-        #expect(table.ids.sorted() == expected.keys.sorted())
-        #expect(zip(table.ids, table.values).allSatisfy { expected[$0] == $1 })
+        for id in 0...idRange { #expect(table[id] == expected[id], "seed \(seed)") }
+        #expect(table.values.sorted() == expected.values.sorted(), "seed \(seed)")
+        #expect(table.ids.sorted() == expected.keys.sorted(), "seed \(seed)")
+        #expect(zip(table.ids, table.values).allSatisfy { expected[$0] == $1 }, "seed \(seed)")
     }
 
     @Test func emptiedAndRefilled() {

@@ -317,7 +317,7 @@ struct SchedulerCostTests {
     /// retries, removals, reloads and starts under random limits.
     @Test("decisions equal those of a full scan of the queue", arguments: [1, 2, 3, 4, 5, 6, 7, 8])
     func matchesFullScan(seed: UInt64) {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         for order in [Config.Order.fifo, .lifo] {
             var scheduler = Scheduler(order: order)
             var model = FullScan(order: order)
@@ -423,19 +423,6 @@ private struct FullScan {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A heap order given as two closures, for heaps of test values.
 struct ClosureOrder<Key: SlotKey, Element>: HeapOrder {
     let keyOf: (Element) -> Key
@@ -448,7 +435,7 @@ struct ClosureOrder<Key: SlotKey, Element>: HeapOrder {
 struct PriorityHeapTests {
     @Test("pops in order after pushes, removals and replacements by key")
     func orderKept() {
-        var random = SplitMix(seed: 42)
+        var random = SplitMix64(seed: 42)
         var heap = PriorityHeap(ClosureOrder<Int, (id: Int, value: Int)>(keyOf: { $0.id }, before: { $0.value < $1.value }))
         var model: [Int: Int] = [:]
         for _ in 0..<5_000 {

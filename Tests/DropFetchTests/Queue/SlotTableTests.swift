@@ -12,14 +12,15 @@ import Testing
 
     @Test(arguments: [7, 300, 5000])
     func answersAsADictionary(keyRange: Int) {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64.seeded()
+        let seed = generator.seed
         var table = SlotTable<Int>()
         var crowded = SlotTable<Crowded>()
         var expected: [Int: Int] = [:]
         for step in 0..<40_000 {
             let key = Int.random(in: -keyRange...keyRange, using: &generator)
             if Bool.random(using: &generator) || step % 7 == 0 {
-                #expect(table.remove(key) == expected[key])
+                #expect(table.remove(key) == expected[key], "seed \(seed), step \(step)")
                 crowded[Crowded(id: key)] = nil
                 expected[key] = nil
             } else {
@@ -27,13 +28,13 @@ import Testing
                 crowded[Crowded(id: key)] = step
                 expected[key] = step
             }
-            #expect(table.count == expected.count)
+            #expect(table.count == expected.count, "seed \(seed), step \(step)")
         }
         for key in -keyRange...keyRange {
-            #expect(table[key] == expected[key])
-            #expect(crowded[Crowded(id: key)] == expected[key])
+            #expect(table[key] == expected[key], "seed \(seed)")
+            #expect(crowded[Crowded(id: key)] == expected[key], "seed \(seed)")
         }
-        #expect(crowded.count == expected.count)
+        #expect(crowded.count == expected.count, "seed \(seed)")
     }
 
     @Test func reservedRoomKeepsEveryKey() {

@@ -117,22 +117,18 @@ final class TestHTTPServer: Sendable {
     /// `count` pseudo-random bytes from SplitMix64 seeded with `seed`: the same arguments give
     /// the same bytes in every run.
     static func randomBytes(_ count: Int, seed: UInt64 = 0x5EED) -> [UInt8] {
-        var state = seed
+        var generator = SplitMix64(seed: seed)
         var bytes = [UInt8](repeating: 0, count: count)
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset < count {
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var mixed = state
-                mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-                mixed ^= mixed >> 31
+                let word = generator.next().littleEndian
                 if count - offset >= 8 {
-                    buffer.storeBytes(of: mixed.littleEndian, toByteOffset: offset, as: UInt64.self)
+                    buffer.storeBytes(of: word, toByteOffset: offset, as: UInt64.self)
                     offset += 8
                 } else {
-                    withUnsafeBytes(of: mixed.littleEndian) { word in
-                        for index in 0..<(count - offset) { buffer[offset + index] = word[index] }
+                    withUnsafeBytes(of: word) { bytes in
+                        for index in 0..<(count - offset) { buffer[offset + index] = bytes[index] }
                     }
                     offset = count
                 }
