@@ -27,7 +27,7 @@ final class JobFiler: AgentPart {
         if record.state != .done { handledFailure = true }
         JobLog.filed(record, at: filed, logger: logger)
         announce(record, filedAt: filed)
-        context.metrics?.filed(record)
+        context.metrics?.filed(record, now: clock.wallSeconds())
         table.remove(job)
         if table.isEmpty, intake.inbox.count == 0, intake.claimsInFlight == 0, let idle = config.hooks.onIdle {
             context.hooks.run(idle, event: "on_idle", environment: ["DROPFETCH_STATE": "idle"])
@@ -47,7 +47,7 @@ final class JobFiler: AgentPart {
                 handledFailure = true
                 JobLog.filed(record, at: path, logger: logger)
                 announce(record, filedAt: path)
-                context.metrics?.filed(record)
+                context.metrics?.filed(record, now: clock.wallSeconds())
                 return
             }
         }

@@ -22,8 +22,9 @@ enum JobLog {
     }
 
     /// A try of one mirror failed; `decision` is what the retry policy made of it.
+    /// `now`: the agent's wall clock (seconds), for the retry's local time.
     static func attemptFailed(_ job: Job, _ download: Job.Download, _ failure: TransferFailure,
-                              _ decision: RetryPolicy.Decision, logger: Logger) {
+                              _ decision: RetryPolicy.Decision, now: Int64, logger: Logger) {
         var fields: Logger.Metadata = [
             "job": "\(job.record.job)", "url": "\(Redaction.url(download.currentURL))",
             "attempt": "\(download.attempt)", "bytes": "\(failure.bytes)",
@@ -37,7 +38,7 @@ enum JobLog {
         case .retry(let delay):
             fields["next"] = "retry"
             fields["retry_in"] = "\(HumanUnits.seconds(Double(delay.milliseconds) / 1000))"
-            fields["retry_at"] = "\(Timestamp.local(seconds: Int64(time(nil)) + Int64((delay.milliseconds + 999) / 1000)))"
+            fields["retry_at"] = "\(Timestamp.local(seconds: now + Int64((delay.milliseconds + 999) / 1000)))"
         case .fail:
             fields["next"] = "none"
         }

@@ -340,7 +340,7 @@ final class JobRunner: AgentPart {
             case .retryAfter:
                 break
             case .logAttempt(let decision):
-                if let failure { JobLog.attemptFailed(job, job.download(index), failure, decision, logger: logger) }
+                if let failure { JobLog.attemptFailed(job, job.download(index), failure, decision, now: clock.wallSeconds(), logger: logger) }
             case .refetchFromZero:
                 if let part = job.part(of: index) {
                     try? part.truncate(to: 0)

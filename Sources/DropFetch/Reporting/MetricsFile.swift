@@ -109,10 +109,10 @@ final class MetricsFile {
         }
     }
 
-    /// Counts a filed job; a done one is the last success.
-    func filed(_ record: StatusRecord) {
+    /// Counts a filed job; a done one is the last success, at `now` (the agent's wall clock, seconds).
+    func filed(_ record: StatusRecord, now: Int64) {
         current.jobs[record.state.rawValue, default: 0] += 1
-        if record.state == .done { current.lastSuccess = Int64(time(nil)) }
+        if record.state == .done { current.lastSuccess = now }
         changed = true
     }
 
