@@ -424,6 +424,8 @@ final class JobRunner: AgentPart {
             }
         }
         admission.reset()
+        // The meter holds its transfers until they are forgotten: these are.
+        bandwidth.applyRateLimits()
     }
 
     /// Drops every job and transfer without a step on disk (DESIGN.md §10 Fencing): the handles
@@ -438,6 +440,8 @@ final class JobRunner: AgentPart {
         context.receiveBudget.forgetPaused()
         scheduler = Scheduler(order: config.order)
         admission.reset()
+        // The meter holds its transfers until they are forgotten: these are (no handle is touched).
+        bandwidth.applyRateLimits()
     }
 
     /// A job file left the work folder behind the agent's back (hold, cancel, `mv`, `rm`): its
