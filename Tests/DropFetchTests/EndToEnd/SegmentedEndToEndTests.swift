@@ -157,10 +157,11 @@ struct SegmentedEndToEndTests {
         let whole = requests.filter { $0.header("range") == nil }
         #expect(whole.count == 2, "the first try and the restart: \(requests)")
         #expect(whole.last.map { $0.bodyBytesSent == body.count } == true)
-        // Once refused, the download is never split again.
-        let lastRanged = requests.lastIndex { $0.header("range") != nil } ?? -1
-        #expect(lastRanged < requests.lastIndex { $0.header("range") == nil } ?? 0)
-        #expect(fixture.log.contains("starting over on one connection"))
+        // Once refused, the download is never split again: a split after the restart would be
+        // refused too and start over a second time (a third whole request). Not judged by the order
+        // the server logged the heads in: a ranged request the agent gave up at the refusal can
+        // reach the server's parser after the restart's head, which goes over a warm connection.
+        #expect(fixture.log.components(separatedBy: "starting over on one connection").count == 2, "\(fixture.log)")
     }
 
     @Test("per_host: 2 with split=8: never more than 2 connections to the host, the download did split, the log says why 2")
