@@ -272,7 +272,7 @@ final class JobIntake: AgentPart {
             case .success(let parsed): spec = parsed
             case .failure(let error):
                 publisher.fileImmediately(workName, record, Failure(.invalidJob, "\(jobName): \(error)"))
-            return nil
+                return nil
             }
         }
         record.downloads = spec.downloads.map { DownloadStatus(url: Redaction.url($0.urls[0]), file: nil, state: .queued) }

@@ -38,9 +38,7 @@ final class JobRunner: AgentPart {
         let deadline = clock.nanoseconds() + budget
         startsCutShort = false
         while admission.hasRoom {
-            // The runner's admission read in place: `nextRunnable(now:admission:)` copied it (its tables) per call.
-            guard let entry = scheduler.nextRunnable(now: now, refusal: { admission.refusal(host: $0.host, className: $0.className) })
-            else { return }
+            guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if schedule.holdsBack(entry) { continue }
             // The exchange's answer wakes the loop, whose next turn starts it or holds it back.
             if schedule.awaitsLedger(className: entry.className) { return scheduler.enqueue(entry) }

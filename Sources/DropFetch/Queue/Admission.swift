@@ -94,9 +94,10 @@ struct Admission: Sendable, Equatable {
         }
     }
 
-    /// Places by host. The host most places go to is counted apart from the others: a queue of
-    /// one host's files asks for its count at every start and end, and comparing two short names
-    /// costs less than hashing one. A host is counted in one of the two, never both.
+    /// Places by host. The first host counted while none is (in a queue of one host's files, that
+    /// host) is counted apart from the others: its count is asked at every start, end and refusal,
+    /// and comparing two short names costs less than hashing one. A host is counted in one of the
+    /// two, never both.
     private struct HostCounts: Sendable, Equatable {
         private var hot: String?
         private var hotCount = 0

@@ -146,6 +146,7 @@ final class JobFinish: WorkerTask {
                     answer.endings[position] = .filingFailed(name: names[position]!, record: record, error)
                 }
             }
+            // Their descriptors closed before the filings (a batch may hold hundreds).
             written.removeAll()
             var filed: [Int] = []
             for (position, record) in staged {
