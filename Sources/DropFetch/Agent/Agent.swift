@@ -255,6 +255,7 @@ public final class Agent {
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
             for worker in context.workers { worker.flush() }
+            if !options.once, holdsNothing { context.lease?.mayLapse() }
             do {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: watchesWorkFolder ? pollTimeout() : min(pollTimeout(), workFolderWait()))
@@ -280,6 +281,11 @@ public final class Agent {
             let stepsDeadline = clock.nanoseconds() + GroupCommit.readyStepsBudget
             for index in workers.indices { workers[(index + turn) % workers.count].runReadySteps(until: stepsDeadline) }
             turn &+= 1
+            if let lease = context.lease, isReady(lease.descriptor) {
+                // The lease taken again after a lapse (a break is seen at the next turn's start).
+                lease.drain()
+                if recovery.awaitsLease, intake.claimsInFlight == 0 { recovery.recover() }
+            }
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
@@ -354,6 +360,14 @@ public final class Agent {
         var gauges = metricsGauges
         gauges.fenced = true
         context.metrics?.write(now: clock.now(), gauges, spoolAnswers: spoolAnswers)
+    }
+
+    /// Whether the agent holds no job in its work folder and has none on its way there or out (a
+    /// claim, a step, a digest): its lease may then lapse (WorkLease.mayLapse, DESIGN.md §10).
+    private var holdsNothing: Bool {
+        guard case .running = state, table.isEmpty, intake.claimsInFlight == 0, context.finishes.isEmpty,
+              !runner.isHashing, !recovery.awaitsLease else { return false }
+        return context.workers.allSatisfy(\.isIdle)
     }
 
     /// When the work folder's watch was last read (monotonic ms).

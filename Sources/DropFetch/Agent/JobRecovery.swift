@@ -10,6 +10,8 @@ final class JobRecovery: AgentPart {
     private let leases: LeaseWatch
     /// When a work folder whose lock is free may be adopted (CLOCK_BOOTTIME ms), if one waits.
     private(set) var nextLook: Int64?
+    /// Jobs were found while this agent's lease was lapsed: recovery runs again once it is back.
+    private(set) var awaitsLease = false
 
     init(context: AgentContext) {
         self.context = context
@@ -29,8 +31,11 @@ final class JobRecovery: AgentPart {
             spool.removeLeftovers(in: spool.work)
             sweptLeftovers = true
         }
-        let adoption = spool.adoptOrphans(watch: leases, now: Fence.now() / 1_000_000)
+        // Nothing is adopted or admitted while the lease is lapsed (WorkLease.readyToAct asks for it).
+        let mayAct = { [context] in context.lease?.readyToAct() ?? true }
+        let adoption = spool.adoptOrphans(watch: leases, now: Fence.now() / 1_000_000, mayAct: mayAct)
         nextLook = adoption.nextLook
+        awaitsLease = adoption.awaitsLease
         for job in adoption.completed { logger.info("completed the filing of \(job) begun by an agent that stopped") }
         for workName in adoption.adopted {
             let distrusted = adoption.distrusted.contains(workName)
@@ -39,7 +44,12 @@ final class JobRecovery: AgentPart {
                 "partial_data": "\(distrusted ? "not trusted: the download starts again" : "resumed (its agent is gone)")",
             ])
         }
-        for workName in Set(spool.ownJobs() + adoption.adopted).sorted() where table.job(workName: workName) == nil {
+        let found = Set(spool.ownJobs() + adoption.adopted).sorted().filter { table.job(workName: $0) == nil }
+        if !found.isEmpty, !mayAct() {
+            awaitsLease = true
+            return
+        }
+        for workName in found {
             crashPlan?.reach(.recovery)
             let previous = spool.readState(for: workName)
             let jobName = previous?.job ?? workName

@@ -43,8 +43,9 @@ final class JobRunner: AgentPart {
             // The exchange's answer wakes the loop, whose next turn starts it or holds it back.
             if schedule.awaitsLedger(className: entry.className) { return scheduler.enqueue(entry) }
             if entry.unit.download == Scheduler.Unit.wholeJob {
-                // A rescan waits for the claims in flight (Agent.housekeeping).
-                guard !intake.holdsClaims else { return scheduler.enqueue(entry) }
+                // A rescan waits for the claims in flight (Agent.housekeeping); a lapsed lease is
+                // taken again first, and its renewal wakes the loop (WorkLease.readyToAct).
+                guard !intake.holdsClaims, context.lease?.readyToAct() ?? true else { return scheduler.enqueue(entry) }
                 intake.claimCandidate(entry)
             } else {
                 start(entry)

@@ -50,8 +50,9 @@ enum AgentLiveness {
         if !locked, here, ProcessIdentity.isGone(pid: lease.pid, started: lease.started) { return .gone }
         let age = now - file.modified
         let allowed = (lease.leaseMilliseconds + LeaseWatch.margin(lease.leaseMilliseconds)) * 1_000_000
-        // Renewed in time: running, even with its lock lost (the lease is what counts).
-        if age <= allowed { return .running }
+        // Renewed in time: running, even with its lock lost (the lease is what counts). An agent
+        // that holds no job lets its lease lapse, saying so: running while it holds its lock.
+        if age <= allowed || (lease.idle && locked) { return .running }
         return locked || here ? .fenced : .gone
     }
 }

@@ -6,10 +6,29 @@ import Synchronization
 /// ended in time. Once broken it stays broken: the loop, the workers and the write callback ask it
 /// before every step that another agent could not undo (a byte written to a `.part`, a claim, a
 /// publication, a status file, a filing), and an agent that re-joins gets a new one.
+///
+/// An agent that holds no job lets its lease lapse (`Phase.dormant`): it then acts on nothing, and
+/// takes the lease again (`Phase.waking`, a renewal that went through) before its next claim or
+/// adoption, so that an idle daemon writes and syncs nothing (issue 34, P5).
 final class Fence: Sendable {
+    /// Where the lease stands besides its end. Only the loop moves it out of `active`, `lapsing` and
+    /// `dormant` (`offerLapse`, `prepareToAct`); only the lease thread into `dormant` and `active`.
+    enum Phase: UInt8, AtomicRepresentable {
+        /// Renewed every quarter lease.
+        case active
+        /// The loop holds no job: the lease thread lets the lease lapse after a grace, unless the
+        /// loop takes it back first.
+        case lapsing
+        /// Lapsed on purpose while no job was held: nothing may be done; not a fence.
+        case dormant
+        /// The loop asked for the lease again; it acts once a renewal went through (`resumed`).
+        case waking
+    }
+
     /// The lease's end, in CLOCK_BOOTTIME nanoseconds (a suspended host's lease runs out too).
     private let validUntil: Atomic<Int64>
     private let broken = Atomic<Bool>(false)
+    private let phaseValue = Atomic<Phase>(.active)
     /// Why it broke, for the one warning the loop logs.
     private let cause = Locked<String?>(nil)
     /// The lease's generation: one more each time an agent of this name takes its work folder.
@@ -25,16 +44,70 @@ final class Fence: Sendable {
         Fence(epoch: 0, validUntil: .max)
     }
 
-    /// True while the lease runs; the first call after it ran out breaks the fence for good.
+    /// True while the lease runs; the first call after it ran out breaks the fence for good. A
+    /// dormant lease (or one waking) permits nothing and is not broken.
     func permits() -> Bool {
-        if broken.load(ordering: .acquiring) { return false }
-        let until = validUntil.load(ordering: .acquiring)
-        if until == .max || Fence.now() < until { return true }
-        breakFence("the lease on the work folder was not renewed in time")
-        return false
+        standing == .holds
     }
 
-    var isBroken: Bool { !permits() }
+    /// Broken for good; a dormant lease is not.
+    var isBroken: Bool { standing == .broken }
+
+    private enum Standing { case holds, dormant, broken }
+
+    private var standing: Standing {
+        if broken.load(ordering: .acquiring) { return .broken }
+        switch phaseValue.load(ordering: .acquiring) {
+        case .dormant, .waking: return .dormant
+        case .active, .lapsing: break
+        }
+        let until = validUntil.load(ordering: .acquiring)
+        if until == .max || Fence.now() < until { return .holds }
+        breakFence("the lease on the work folder was not renewed in time")
+        return .broken
+    }
+
+    var phase: Phase { phaseValue.load(ordering: .acquiring) }
+
+    /// The loop holds no job: the lease may lapse (`active` → `lapsing`). Returns whether that
+    /// changed the phase, so that the lease thread is told once.
+    func offerLapse() -> Bool {
+        phaseValue.compareExchange(expected: .active, desired: .lapsing, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Asked by the loop before it claims or adopts a job: true when it may act now (a lapse on
+    /// offer is taken back); false while the lease is dormant, which is then asked for again
+    /// (`wakeRequested` true: the lease thread must be told), or waking.
+    func prepareToAct() -> (ready: Bool, wakeRequested: Bool) {
+        while true {
+            let current = phaseValue.load(ordering: .acquiring)
+            let next: Phase
+            switch current {
+            case .active: return (true, false)
+            case .waking: return (false, false)
+            case .lapsing: next = .active
+            case .dormant: next = .waking
+            }
+            if phaseValue.compareExchange(expected: current, desired: next, ordering: .acquiringAndReleasing).exchanged {
+                return (next == .active, next == .waking)
+            }
+        }
+    }
+
+    /// The lease thread lets the lease lapse (`lapsing` → `dormant`), unless the loop took it back.
+    func lapse() -> Bool {
+        phaseValue.compareExchange(expected: .lapsing, desired: .dormant, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// A renewal that began at `start` went through while waking: the lease runs from it again
+    /// (a lapse held no job, so nothing another agent counted on is extended). False when broken.
+    func resumed(startedAt start: Int64, lease: Int64) -> Bool {
+        if broken.load(ordering: .acquiring) { return false }
+        let (sum, overflow) = start.addingReportingOverflow(lease)
+        // The end first: once the phase says active, `standing` reads it.
+        validUntil.store(overflow ? .max - 1 : sum, ordering: .releasing)
+        return phaseValue.compareExchange(expected: .waking, desired: .active, ordering: .acquiringAndReleasing).exchanged
+    }
 
     /// Why the fence broke; nil while it holds.
     var brokenBecause: String? {
@@ -69,9 +142,13 @@ final class Fence: Sendable {
         broken.store(true, ordering: .releasing)
     }
 
-    /// When the lease runs out, in milliseconds from now (0 once broken); nil when it never does.
+    /// When the lease runs out, in milliseconds from now (0 once broken); nil when it never does or lapsed on purpose.
     func millisecondsLeft() -> Int64? {
         if broken.load(ordering: .acquiring) { return 0 }
+        switch phaseValue.load(ordering: .acquiring) {
+        case .dormant, .waking: return nil
+        case .active, .lapsing: break
+        }
         let until = validUntil.load(ordering: .acquiring)
         if until == .max { return nil }
         return max(0, Fence.milliseconds(until - Fence.now()))

@@ -103,13 +103,16 @@ extension Spool {
         var completed: [String] = []
         /// When a folder whose lock is free may be adopted (CLOCK_BOOTTIME ms): look again then.
         var nextLook: Int64?
+        /// A folder with jobs was left unjudged: this agent's lease was lapsed (`mayAct`).
+        var awaitsLease = false
     }
 
     /// Moves the jobs of agents that can no longer act on them into this agent's work folder: a
     /// folder whose `.lock` can be taken and whose lease `watch` judges run out (DESIGN.md §10
     /// Fencing). A job whose status file the owner had already written is filed beside it instead
-    /// (only the owner's own records are recognised: see `unfinishedFiling`).
-    func adoptOrphans(watch: LeaseWatch, now: Int64) -> Adoption {
+    /// (only the owner's own records are recognised: see `unfinishedFiling`). `mayAct` is asked
+    /// before a folder with jobs is judged: false leaves it for a later look (`awaitsLease`).
+    func adoptOrphans(watch: LeaseWatch, now: Int64, mayAct: () -> Bool = { true }) -> Adoption {
         var result = Adoption()
         let agents = ((try? FileSystem.entries(of: workRoot)) ?? []).map(\.name)
         for other in agents where other != agentID && !other.hasPrefix(".") {
@@ -121,6 +124,11 @@ extension Spool {
             }
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name)
             guard names.contains(where: Spool.isJobName) else { continue }
+            // Judged only with the lease held: a verdict starts its wait again once given.
+            guard mayAct() else {
+                result.awaitsLease = true
+                continue
+            }
             let trustsData: Bool
             switch watch.verdict(on: other, folder: folder, now: now) {
             case .adopt(let trusted): trustsData = trusted

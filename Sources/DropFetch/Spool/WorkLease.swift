@@ -10,6 +10,8 @@ import Synchronization
 /// bytes stayed the same for a lease and a margin of its own clock (`LeaseWatch`), by which time
 /// this agent has stopped acting on them. After the fence broke the thread keeps trying, once a
 /// second, so that the loop learns when the file system answers again and can re-join.
+/// An agent that holds no job lets the lease lapse (`mayLapse`): one last record says so
+/// (`idle=1`), and nothing is written until the loop asks for the lease again (`readyToAct`).
 final class WorkLease {
     /// What the lease file says: who holds the folder, and a renewal count that changes each time.
     struct Record: Sendable, Equatable {
@@ -23,9 +25,13 @@ final class WorkLease {
         var pid: Int32
         /// The process's start time (/proc/<pid>/stat field 22): a pid reused later is another process.
         var started: UInt64
+        /// The agent held no job when it wrote this and lets the lease lapse (`Fence.Phase.dormant`):
+        /// a late lease that says so is an idle agent's, not a fenced one's. Always written (0 or
+        /// 1), so that a record is never shorter than the one it overwrites in place.
+        var idle = false
 
         func encoded() -> [UInt8] {
-            Array("dropfetch-lease 1 epoch=\(epoch) renewal=\(renewal) lease_ms=\(leaseMilliseconds) host=\(host) boot=\(boot) pidns=\(pidNamespace) pid=\(pid) started=\(started)\n".utf8)
+            Array("dropfetch-lease 1 epoch=\(epoch) renewal=\(renewal) lease_ms=\(leaseMilliseconds) host=\(host) boot=\(boot) pidns=\(pidNamespace) pid=\(pid) started=\(started) idle=\(idle ? 1 : 0)\n".utf8)
         }
 
         /// Parses a lease file's line; nil for anything else (a peer's garbage included).
@@ -43,7 +49,7 @@ final class WorkLease {
                   let started = values["started"].flatMap({ UInt64($0) }) else { return nil }
             return Record(epoch: epoch, renewal: renewal, leaseMilliseconds: lease, host: String(values["host"] ?? ""),
                           boot: String(values["boot"] ?? ""), pidNamespace: String(values["pidns"] ?? ""), pid: pid,
-                          started: started)
+                          started: started, idle: values["idle"] == "1")
         }
 
         /// This process, as a lease names it.
@@ -62,8 +68,8 @@ final class WorkLease {
         let logger: Logger
         /// Readable when the fence broke or the file system answered again after it broke.
         let wakeup: FileDescriptor
-        /// Wakes the thread from its wait between renewals (deinit).
-        let stop: FileDescriptor
+        /// Wakes the thread from its wait between renewals: deinit, a lapse offered, the lease asked for again.
+        let nudge: FileDescriptor
         /// `work/<agent>/.lock`, looked at after each renewal where a lost lock can be seen (FUSE).
         let lockPath: String?
         let ending = Atomic<Bool>(false)
@@ -81,7 +87,7 @@ final class WorkLease {
             self.record = Locked(record)
             wakeup = FileDescriptor(rawValue: try retryingEINTR("eventfd (lease)") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
                                     path: "eventfd")
-            stop = FileDescriptor(rawValue: try retryingEINTR("eventfd (lease)") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
+            nudge = FileDescriptor(rawValue: try retryingEINTR("eventfd (lease)") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) },
                                   path: "eventfd")
         }
     }
@@ -121,8 +127,22 @@ final class WorkLease {
     /// unreachable file system, and it ends by itself once that returns.
     deinit {
         shared.ending.store(true, ordering: .releasing)
-        while eventfd_write(shared.stop.rawValue, 1) != 0, dfl_errno() == EINTR {}
+        WorkLease.signal(shared.nudge)
         if let thread { pthread_detach(thread) }
+    }
+
+    /// The loop holds no job, claim or step: the lease may lapse, after `lapseGrace` unless the
+    /// loop acts again first (`readyToAct`).
+    func mayLapse() {
+        if shared.fence.offerLapse() { WorkLease.signal(shared.nudge) }
+    }
+
+    /// Whether the loop may claim or adopt a job now. A dormant lease is asked for again, and the
+    /// wake-up descriptor turns readable once a renewal went through (or the fence broke).
+    func readyToAct() -> Bool {
+        let (ready, wake) = shared.fence.prepareToAct()
+        if wake { WorkLease.signal(shared.nudge) }
+        return ready
     }
 
     /// Empties the wake-up descriptor (after the loop saw it readable).
@@ -134,56 +154,106 @@ final class WorkLease {
     /// The lease file in each work folder.
     static let fileName = ".lease"
 
-    /// The renewal thread: a renewal every quarter lease while the fence holds, one a second after.
+    /// How long a lapse on offer waits before the lease thread takes it: a job that follows within it
+    /// costs no renewal, and an agent idle from its start is quiet within its first second.
+    static let lapseGrace: Int64 = 1_000_000_000
+
+    /// The renewal thread: a renewal every quarter lease while the fence holds, one a second after
+    /// it broke; none while dormant, and one at once when the loop asks for the lease again.
     private static func renew(_ shared: Shared) {
         var last = shared.record.withLock { $0.encoded() }
         var reportedFailure = false
+        var nextRenewal = Fence.now() + shared.leaseNanoseconds / 4
+        var lapseAt: Int64?
         while !shared.ending.load(ordering: .acquiring) {
-            let holds = !shared.fence.isBroken
-            wait(shared, nanoseconds: holds ? shared.leaseNanoseconds / 4 : 1_000_000_000)
+            let fence = shared.fence
+            let holds = !fence.isBroken
+            let deadline: Int64?
+            switch fence.phase {
+            case _ where !holds: deadline = Fence.now() + 1_000_000_000
+            case .dormant: deadline = nil
+            case .waking: deadline = Fence.now()
+            case .lapsing:
+                let at = lapseAt ?? Fence.now() + lapseGrace
+                lapseAt = at
+                deadline = min(nextRenewal, at)
+            case .active:
+                lapseAt = nil
+                deadline = nextRenewal
+            }
+            wait(shared, until: deadline)
             if shared.ending.load(ordering: .acquiring) { return }
+            let phase = fence.phase
+            if holds, phase == .lapsing, let at = lapseAt, Fence.now() >= at {
+                lapseAt = nil
+                if fence.lapse() {
+                    // The last record says the lease lapses on purpose (`status` shows no fence).
+                    write(shared, idle: true, last: &last, reportedFailure: &reportedFailure)
+                    continue
+                }
+            }
+            // Woken early (a lapse offered or taken back): the renewal is not due yet.
+            if holds, phase == .active || phase == .lapsing, Fence.now() < nextRenewal { continue }
+            if holds, phase == .dormant { continue }
             let start = Fence.now()
-            let bytes = shared.record.withLock { record in
-                record.renewal &+= 1
-                return record.encoded()
-            }
-            do throws(SystemError) {
-                // Another process writing this lease is another agent of this name: not ours any
-                // more. (A lease thread of an earlier, fenced agent of this process may still
-                // finish a write: the same process is not another agent.)
-                _ = try shared.file.seek(to: 0)
-                let found = try shared.file.read(upTo: 1024, expected: last.count)
-                if found != last, holds, !isThisProcess(found, shared) {
-                    shared.fence.breakFence("another process rewrote \(shared.file.path) (is agent_id used twice?)")
-                    signal(shared.wakeup)
-                }
-                try shared.file.write(bytes, at: 0)
-                try shared.file.syncData()
-                last = bytes
-                if reportedFailure {
-                    shared.logger.info("lease renewed again", metadata: ["path": "\(shared.file.path)"])
-                    reportedFailure = false
-                }
-            } catch {
-                if !reportedFailure {
-                    shared.logger.warning("cannot renew the lease: \(error)", metadata: ["path": "\(shared.file.path)"])
-                    reportedFailure = true
-                }
-                if holds {
-                    shared.fence.breakFence("the lease could not be renewed: \(error)")
-                    signal(shared.wakeup)
-                }
-                continue
-            }
+            guard write(shared, idle: false, last: &last, reportedFailure: &reportedFailure) else { continue }
+            nextRenewal = start + shared.leaseNanoseconds / 4
             if holds, let lockPath = shared.lockPath, lockIsGone(lockPath) {
                 shared.fence.breakFence("the work folder's lock (\(lockPath)) was lost: the file system's server dropped it")
                 signal(shared.wakeup)
+            } else if holds, phase == .waking {
+                // The loop waits for this to claim: told either way (a break is seen as one).
+                if !fence.resumed(startedAt: start, lease: shared.leaseNanoseconds) {
+                    fence.breakFence("the lease could not be taken again")
+                }
+                signal(shared.wakeup)
             } else if holds {
-                if !shared.fence.renewed(startedAt: start, lease: shared.leaseNanoseconds) { signal(shared.wakeup) }
+                if !fence.renewed(startedAt: start, lease: shared.leaseNanoseconds) { signal(shared.wakeup) }
             } else if !shared.answersAgain.load(ordering: .acquiring) {
                 shared.answersAgain.store(true, ordering: .releasing)
                 signal(shared.wakeup)
             }
+        }
+    }
+
+    /// One write of the lease (read back first, pwrite(2), fdatasync(2)); false when it failed,
+    /// which breaks a fence that held.
+    @discardableResult
+    private static func write(_ shared: Shared, idle: Bool, last: inout [UInt8], reportedFailure: inout Bool) -> Bool {
+        let holds = !shared.fence.isBroken
+        let bytes = shared.record.withLock { record in
+            record.renewal &+= 1
+            record.idle = idle
+            return record.encoded()
+        }
+        do throws(SystemError) {
+            // Another process writing this lease is another agent of this name: not ours any
+            // more. (A lease thread of an earlier, fenced agent of this process may still
+            // finish a write: the same process is not another agent.)
+            _ = try shared.file.seek(to: 0)
+            let found = try shared.file.read(upTo: 1024, expected: last.count)
+            if found != last, holds, !isThisProcess(found, shared) {
+                shared.fence.breakFence("another process rewrote \(shared.file.path) (is agent_id used twice?)")
+                signal(shared.wakeup)
+            }
+            try shared.file.write(bytes, at: 0)
+            try shared.file.syncData()
+            last = bytes
+            if reportedFailure {
+                shared.logger.info("lease renewed again", metadata: ["path": "\(shared.file.path)"])
+                reportedFailure = false
+            }
+            return true
+        } catch {
+            if !reportedFailure {
+                shared.logger.warning("cannot renew the lease: \(error)", metadata: ["path": "\(shared.file.path)"])
+                reportedFailure = true
+            }
+            if holds {
+                shared.fence.breakFence("the lease could not be renewed: \(error)")
+                signal(shared.wakeup)
+            }
+            return false
         }
     }
 
@@ -211,14 +281,22 @@ final class WorkLease {
         return shared.record.withLock { $0.pid == found.pid && $0.started == found.started && $0.boot == found.boot }
     }
 
-    /// Waits `nanoseconds`, or until deinit says stop (poll(2) on the stop eventfd).
-    private static func wait(_ shared: Shared, nanoseconds: Int64) {
-        let deadline = Fence.now() + nanoseconds
+    /// Waits until `deadline` (CLOCK_BOOTTIME ns; nil: no end), or until nudged (poll(2) on the
+    /// nudge eventfd, which is then emptied) or ended.
+    private static func wait(_ shared: Shared, until deadline: Int64?) {
         while !shared.ending.load(ordering: .acquiring) {
-            let left = deadline - Fence.now()
-            if left <= 0 { return }
-            var entry = pollfd(fd: shared.stop.rawValue, events: Int16(POLLIN), revents: 0)
-            _ = poll(&entry, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = deadline - Fence.now()
+                if left <= 0 { return }
+                timeout = Int32(min(left / 1_000_000 + 1, 60_000))
+            }
+            var entry = pollfd(fd: shared.nudge.rawValue, events: Int16(POLLIN), revents: 0)
+            if poll(&entry, 1, timeout) > 0 {
+                var count: eventfd_t = 0
+                while eventfd_read(shared.nudge.rawValue, &count) != 0, dfl_errno() == EINTR {}
+                return
+            }
         }
     }
 

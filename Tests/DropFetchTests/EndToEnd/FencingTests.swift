@@ -235,6 +235,45 @@ struct FencingTests {
         #expect(problems.isEmpty, "\(problems)")
     }
 
+    @Test("an idle daemon (lease: 1s) lets its lease lapse and is not shown fenced; a job dropped then takes the lease again and is done")
+    func idleDaemonLetsItsLeaseLapse() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(300_000, seed: 34_500)
+        server.serve("/idle.bin", body: body)
+        let fixture = try SpoolFixture()
+        let config = try fixture.writeAgentConfig(agentID: "a", "lease: 1s\n")
+        let agent = try AgentProcess(["run"], config: config, log: fixture.logPath, in: fixture)
+        try agent.start()
+        defer { _ = try? agent.stop() }
+        let leasePath = fixture.spool + "/work/a/.lease"
+        #expect(try waitUntil(timeout: .seconds(10)) { Self.lease(fixture, agent: "a")?.idle == true }, "\(fixture.logTail())")
+        let lapsed = try #require(Self.lease(fixture, agent: "a"))
+        // Past the lease and its 2 s margin, as another agent or `status` counts it from the file's time.
+        let written = try #require(try FileManager.default.attributesOfItem(atPath: leasePath)[.modificationDate] as? Date)
+        #expect(try waitUntil(timeout: .seconds(10)) { Date().timeIntervalSince(written) > 3.5 })
+        #expect(Self.lease(fixture, agent: "a") == lapsed, "an idle agent renewed its lease")
+        let report = try fixture.statusReport(config: config)
+        #expect((report["fenced_agents"] as? [Any])?.isEmpty == true, "\(report)")
+
+        try fixture.drop("idle.url", server.url("/idle.bin") + "\n")
+        #expect(try waitUntil(timeout: .seconds(20)) { fixture.jobs(in: "done").contains("idle.url") }, "\(fixture.logTail())")
+        let status = fixture.statusObject("done", "idle.url")
+        #expect(status?["state"] as? String == "done" && status?["agent"] as? String == "a", "\(String(describing: status))")
+        let file = try #require(StatusFields.firstDownload(status)["file"] as? String)
+        #expect(FileManager.default.contents(atPath: file).map(Array.init) == body)
+        #expect(StatusFields.firstDownload(status)["sha256"] as? String == TestHTTPServer.sha256Hex(body))
+        // The lease was taken again for the job (same epoch: no re-join), then lapses again.
+        #expect(try waitUntil(timeout: .seconds(10)) {
+            guard let now = Self.lease(fixture, agent: "a") else { return false }
+            return now.idle && now.renewal >= lapsed.renewal + 2
+        }, "\(String(describing: Self.lease(fixture, agent: "a")))")
+        #expect(Self.lease(fixture, agent: "a")?.epoch == lapsed.epoch)
+        #expect(agent.isRunning)
+        #expect(try agent.stop() == .exited(0))
+        #expect(Self.messages(fixture.logPath, startingWith: "fenced: ").isEmpty, "\(fixture.logTail())")
+        #expect(fixture.jobs(in: "work/a").isEmpty)
+    }
+
     @Test("dropfetch check refuses lease: 500ms with the config's file:line:col and exits 2")
     func checkRefusesShortLease() throws {
         let fixture = try SpoolFixture()

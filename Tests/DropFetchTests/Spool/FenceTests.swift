@@ -100,6 +100,63 @@ struct FenceTests {
         #expect(fence.permits())
     }
 
+    // MARK: - A lease that lapses while the agent holds no job
+
+    @Test("a lapse on offer is taken back by the loop before the lease thread takes it: the fence holds throughout")
+    func lapseTakenBack() {
+        let fence = Fence(epoch: 1, validUntil: Fence.now() + 60 * Self.second)
+        #expect(fence.offerLapse())
+        #expect(fence.phase == .lapsing)
+        #expect(!fence.offerLapse(), "a second offer is not news for the lease thread")
+        // While on offer the lease still runs: steps are permitted.
+        #expect(fence.permits())
+        let asked = fence.prepareToAct()
+        #expect(asked.ready && !asked.wakeRequested)
+        #expect(fence.phase == .active)
+        #expect(!fence.lapse(), "the lease thread lapsed a lease the loop had taken back")
+        #expect(fence.permits())
+    }
+
+    @Test("a dormant fence permits nothing and is not broken, even past its end; it holds again only after a renewal")
+    func dormantUntilResumed() throws {
+        // Its end passes while dormant: that is no fence.
+        let end = Fence.now() + Self.second / 50
+        let fence = Fence(epoch: 4, validUntil: end)
+        #expect(fence.offerLapse())
+        #expect(fence.lapse())
+        #expect(try waitUntil(timeout: .seconds(5), interval: .milliseconds(5)) { Fence.now() > end })
+        #expect(!fence.permits())
+        #expect(!fence.isBroken)
+        #expect(fence.brokenBecause == nil)
+        #expect(fence.millisecondsLeft() == nil, "the loop would wake for the end of a lapsed lease")
+        #expect(!fence.offerLapse())
+        // The loop asks for it: the lease thread is told once; no step until the renewal went through.
+        let first = fence.prepareToAct()
+        #expect(!first.ready && first.wakeRequested)
+        let second = fence.prepareToAct()
+        #expect(!second.ready && !second.wakeRequested)
+        #expect(!fence.permits())
+        #expect(fence.resumed(startedAt: Fence.now(), lease: 60 * Self.second))
+        #expect(fence.phase == .active)
+        #expect(fence.permits())
+        let left = try #require(fence.millisecondsLeft())
+        #expect(left > 50_000 && left <= 60_000, "\(left) ms left after a renewal of 60 s")
+        #expect(fence.prepareToAct().ready)
+    }
+
+    @Test("a fence broken while waking stays broken: the renewal that follows does not mend it")
+    func brokenWhileWaking() {
+        let fence = Fence(epoch: 1, validUntil: Fence.now() + 60 * Self.second)
+        #expect(fence.offerLapse() && fence.lapse())
+        #expect(fence.prepareToAct().wakeRequested)
+        fence.breakFence("the lease could not be renewed: EIO")
+        #expect(fence.isBroken)
+        #expect(!fence.resumed(startedAt: Fence.now(), lease: 60 * Self.second))
+        #expect(!fence.permits())
+        #expect(fence.millisecondsLeft() == 0)
+        #expect(fence.brokenBecause == "the lease could not be renewed: EIO")
+    }
+
     // MARK: - The lease file's line
 
     static func record() -> WorkLease.Record {
@@ -112,8 +169,15 @@ struct FenceTests {
         let record = Self.record()
         let bytes = record.encoded()
         #expect(String(decoding: bytes, as: UTF8.self)
-            == "dropfetch-lease 1 epoch=7 renewal=41 lease_ms=2500 host=host-b.example boot=2b1c-boot pidns=pid:[4026531836] pid=4321 started=987654\n")
+            == "dropfetch-lease 1 epoch=7 renewal=41 lease_ms=2500 host=host-b.example boot=2b1c-boot pidns=pid:[4026531836] pid=4321 started=987654 idle=0\n")
         #expect(WorkLease.Record.parse(bytes) == record)
+        // An idle record is as long as an active one: each overwrites the other in place.
+        var idle = record
+        idle.idle = true
+        #expect(idle.encoded().count == bytes.count)
+        #expect(WorkLease.Record.parse(idle.encoded())?.idle == true)
+        // A record of an agent from before `idle` existed reads as active.
+        #expect(WorkLease.Record.parse(Array("dropfetch-lease 1 epoch=7 renewal=41 lease_ms=2500 host=h boot=b pidns=p pid=1 started=1\n".utf8))?.idle == false)
         // Whatever follows the first line is not read.
         #expect(WorkLease.Record.parse(bytes + Array("garbage on a second line\n".utf8)) == record)
         let own = WorkLease.Record.ofThisProcess(epoch: 1, lease: 10_000)
