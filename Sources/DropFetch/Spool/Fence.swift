@@ -142,12 +142,14 @@ final class Fence: Sendable {
         broken.store(true, ordering: .releasing)
     }
 
-    /// When the lease runs out, in milliseconds from now (0 once broken); nil when it never does or lapsed on purpose.
+    /// When the lease runs out, in milliseconds from now (0 once broken); nil when it never does, or
+    /// when it is let lapse (the agent holds no job).
     func millisecondsLeft() -> Int64? {
         if broken.load(ordering: .acquiring) { return 0 }
+        // Offered to lapse, the lease guards no job: the loop need not wake for its end.
         switch phaseValue.load(ordering: .acquiring) {
-        case .dormant, .waking: return nil
-        case .active, .lapsing: break
+        case .lapsing, .dormant, .waking: return nil
+        case .active: break
         }
         let until = validUntil.load(ordering: .acquiring)
         if until == .max { return nil }

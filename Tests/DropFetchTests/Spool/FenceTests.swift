@@ -108,11 +108,13 @@ struct FenceTests {
         #expect(fence.offerLapse())
         #expect(fence.phase == .lapsing)
         #expect(!fence.offerLapse(), "a second offer is not news for the lease thread")
-        // While on offer the lease still runs: steps are permitted.
+        // While on offer the lease still runs: steps are permitted, but the loop need not wake for its end.
         #expect(fence.permits())
+        #expect(fence.millisecondsLeft() == nil)
         let asked = fence.prepareToAct()
         #expect(asked.ready && !asked.wakeRequested)
         #expect(fence.phase == .active)
+        #expect(fence.millisecondsLeft() != nil)
         #expect(!fence.lapse(), "the lease thread lapsed a lease the loop had taken back")
         #expect(fence.permits())
     }
