@@ -21,12 +21,14 @@ extension Agent {
                 StatusPageFile(configured: $0, agent: context.agentID, logger: context.logger)
             }
         }
-        context.statusPage?.writeIfDue(now: now, statusPageGauges, received: bandwidth.receivedBytes, config: context.config,
-                                       on: context.finishSteps)
+        guard let page = context.statusPage else { return }
+        page.writeIfDue(now: now, wallSeconds: clock.wallSeconds(), statusPageGauges, received: bandwidth.receivedBytes,
+                        config: context.config, on: context.finishSteps)
     }
 
     /// The last page of a run, written here: this agent shown as stopped.
     func writeFinalStatusPage() {
-        context.statusPage?.write(now: clock.now(), statusPageGauges, config: context.config, stopping: true, on: nil)
+        context.statusPage?.write(now: clock.now(), wallSeconds: clock.wallSeconds(), statusPageGauges, config: context.config,
+                                  stopping: true, on: nil)
     }
 }

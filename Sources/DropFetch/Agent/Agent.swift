@@ -202,7 +202,7 @@ public final class Agent {
         if rejoins {
             logger.info("re-joined the spool: work folder \(spool.work) taken again (lease epoch \(context.fence.epoch)); jobs adopted meanwhile are other agents' now")
         }
-        let stale = spool.removeStaleTemporaries()
+        let stale = spool.removeStaleTemporaries(now: clock.wallSeconds())
         if stale > 0 { logger.info("removed \(stale) temporary files older than a day") }
         startedAt = clock.now()
         startedOnBootClock = Fence.now() / 1_000_000
@@ -255,7 +255,7 @@ public final class Agent {
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
             for worker in context.workers { worker.flush() }
-            if !options.once, holdsNothing { context.lease?.mayLapse() }
+            if !options.once, let lease = context.lease, lease.fence.phase == .active, holdsNothing { lease.mayLapse() }
             do {
                 context.metrics?.loopStall.end()
                 try multi.poll(extra: &descriptors, timeoutMS: watchesWorkFolder ? pollTimeout() : min(pollTimeout(), workFolderWait()))
@@ -281,11 +281,9 @@ public final class Agent {
             let stepsDeadline = clock.nanoseconds() + GroupCommit.readyStepsBudget
             for index in workers.indices { workers[(index + turn) % workers.count].runReadySteps(until: stepsDeadline) }
             turn &+= 1
-            if let lease = context.lease, isReady(lease.descriptor) {
-                // The lease taken again after a lapse (a break is seen at the next turn's start).
-                lease.drain()
-                if recovery.awaitsLease, intake.claimsInFlight == 0 { recovery.recover() }
-            }
+            // The lease taken again after a lapse (a break is seen at the next turn's start); a
+            // recovery that waited for it runs in `housekeeping`.
+            if let lease = context.lease, isReady(lease.descriptor) { lease.drain() }
             if let signals, isReady(signals.fileDescriptor) { handle(signals.drain()) }
             if let configWatcher, isReady(configWatcher.fileDescriptor), configWatcher.drainChanged() { reloadConfig() }
             if let workWatcher, isReady(workWatcher.fileDescriptor) {
@@ -362,12 +360,13 @@ public final class Agent {
         context.metrics?.write(now: clock.now(), gauges, spoolAnswers: spoolAnswers)
     }
 
-    /// Whether the agent holds no job in its work folder and has none on its way there or out (a
-    /// claim, a step, a digest): its lease may then lapse (WorkLease.mayLapse, DESIGN.md §10).
+    /// Whether the agent holds no job and has none on its way in or out (a claim, a step, a
+    /// digest), and no job file is left in its work folder (one it could not read or file): its
+    /// lease may then lapse (WorkLease.mayLapse, DESIGN.md §10), since nothing is there to adopt.
     private var holdsNothing: Bool {
         guard case .running = state, table.isEmpty, intake.claimsInFlight == 0, context.finishes.isEmpty,
-              !runner.isHashing, !recovery.awaitsLease else { return false }
-        return context.workers.allSatisfy(\.isIdle)
+              !runner.isHashing, !recovery.awaitsLease, context.workers.allSatisfy(\.isIdle) else { return false }
+        return spool.ownJobs().isEmpty
     }
 
     /// When the work folder's watch was last read (monotonic ms).
@@ -423,7 +422,7 @@ public final class Agent {
     /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
     private func finalStatus() -> ExitStatus {
         schedule.finish()
-        if options.once, let removal = history.runNow(rule: config.history) { noteHistory(removal) }
+        if options.once, let removal = history.runNow(rule: config.history, wallSeconds: clock.wallSeconds()) { noteHistory(removal) }
         writeMetrics()
         writeFinalStatusPage()
         if case .stopping = state {
@@ -486,10 +485,12 @@ public final class Agent {
         }
         for (job, record) in table.filingDue(now: now) { publisher.file(job, record) }
         if intake.inbox.nextSettleCheck.map({ $0 <= clock.wallNanoseconds() }) == true { intake.recheckUnsettled() }
-        if !options.once, let removal = history.turn(now: now, rule: config.history) { noteHistory(removal) }
+        if !options.once, let removal = history.turn(now: now, wallSeconds: clock.wallSeconds(), rule: config.history) {
+            noteHistory(removal)
+        }
         if now - lastCleanup >= 3_600_000 {
             lastCleanup = now
-            spool.removeStaleTemporaries()
+            spool.removeStaleTemporaries(now: clock.wallSeconds())
         }
         let adoptionDue = recovery.adoptionIsDue(now: Fence.now() / 1_000_000)
         if adoptionDue || (!options.once && config.scanInterval > .zero && now >= Agent.adding(lastScan, config.scanInterval)) {

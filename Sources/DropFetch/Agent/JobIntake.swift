@@ -97,7 +97,7 @@ final class JobIntake: AgentPart {
         let className = hints.className
         let host = hints.host
         var arrivalTime = arrival
-        if !releasedStates.isEmpty, releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path)?.submitted {
+        if !releasedStates.isEmpty, releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path, now: clock.wallSeconds())?.submitted {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()
@@ -150,7 +150,7 @@ final class JobIntake: AgentPart {
         let released = !releasedStates.isEmpty && releasedStates.remove(Spool.releasedStatePath(forJob: candidate.path)) != nil
         let claim = JobClaim(Spool.InboxEntry(relativePath: candidate.path, modified: 0), in: spool,
                              limit: config.limits.maxJobFileSize, adoptsReleasedState: released, known: known,
-                             naming: runner.names.claimNaming())
+                             naming: runner.names.claimNaming(), now: clock.wallSeconds())
         runner.admission.started(host: entry.host, className: entry.className)
         claimsInFlight += 1
         context.startSteps.sync([.task(claim)]) { [self] _ in

@@ -106,7 +106,7 @@ final class JobPublisher: AgentPart {
         }
         let request = SpoolFiling(record, as: outcome, from: source, named: job.workName, claim: job.owner.claim, in: spool,
                                   publishedRecords: published, removesState: job.stateFileMayExist,
-                                  markedPart: markedPart, fetchedURLs: fetched)
+                                  markedPart: markedPart, fetchedURLs: fetched, filedAt: clock.wallNanoseconds())
         return (request, folders)
     }
 

@@ -18,9 +18,9 @@ final class JobRecovery: AgentPart {
         leases = LeaseWatch(ownLease: context.config.lease)
     }
 
-    /// Whether a folder waits to be adopted and its time has come.
+    /// Whether a folder waits to be adopted and its time has come, or a recovery waits for the lease.
     func adoptionIsDue(now: Int64) -> Bool {
-        nextLook.map { $0 <= now } ?? false
+        awaitsLease || nextLook.map { $0 <= now } ?? false
     }
 
     /// Adopts this agent's work folder and any dead agent's (docs/spool.md), resuming each job from

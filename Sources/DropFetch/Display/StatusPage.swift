@@ -53,13 +53,14 @@ public struct StatusPage: Sendable {
         self.scheduleFacts = scheduleFacts
     }
 
-    /// Reads the spool of `config` (state files, inbox, hold/, done/, failed/, agents' locks).
+    /// Reads the spool of `config` (state files, inbox, hold/, done/, failed/, agents' locks);
+    /// `now` (seconds since the epoch) is the agent's clock for its pages, the system's for `status --html`.
     public static func read(config: Config, throughput: Throughput?, writer: String, stoppedAgent: String? = nil,
-                            cache: QueueOrder.JobFileCache = QueueOrder.JobFileCache()) -> StatusPage {
-        let status = SpoolStatus.read(config: config, recentLimit: recentLimit)
-        return StatusPage(status: status, queue: QueueOrder.read(config: config, status: status, cache: cache),
+                            cache: QueueOrder.JobFileCache = QueueOrder.JobFileCache(), now: Int64 = Int64(time(nil))) -> StatusPage {
+        let status = SpoolStatus.read(config: config, recentLimit: recentLimit, now: now)
+        return StatusPage(status: status, queue: QueueOrder.read(config: config, status: status, cache: cache, now: now),
                           agents: AgentRoster.read(config: config), throughput: throughput,
-                          writtenAt: Int64(time(nil)), writer: writer, stoppedAgent: stoppedAgent,
+                          writtenAt: now, writer: writer, stoppedAgent: stoppedAgent,
                           scheduleFacts: status.schedule?.facts)
     }
 

@@ -63,15 +63,16 @@ final class StatusPageFile {
 
     /// Counts the bytes received so far (`received`, since the agent started) into the ring, then
     /// writes the page on `worker` when something changed and the last write is a second old.
-    func writeIfDue(now: Int64, _ gauges: Gauges, received: Int64, config: Config, on worker: GroupCommit) {
+    /// `wallSeconds` is the agent clock's wall time, the page's `written_at`.
+    func writeIfDue(now: Int64, wallSeconds: Int64, _ gauges: Gauges, received: Int64, config: Config, on worker: GroupCommit) {
         ring.record(total: received, now: now)
         guard let due = nextWrite(gauges), now >= due else { return }
-        write(now: now, gauges, config: config, on: worker)
+        write(now: now, wallSeconds: wallSeconds, gauges, config: config, on: worker)
     }
 
     /// Writes the page and `status.json` whatever changed: on `worker` when given, here otherwise
     /// (at the end of a run, when the agent shows itself as stopped).
-    func write(now: Int64, _ gauges: Gauges, config: Config, stopping: Bool = false, on worker: GroupCommit?) {
+    func write(now: Int64, wallSeconds: Int64, _ gauges: Gauges, config: Config, stopping: Bool = false, on worker: GroupCommit?) {
         lastWrite = now
         writtenGauges = gauges
         let folder: DirectoryHandle
@@ -82,7 +83,7 @@ final class StatusPageFile {
         }
         let task = StatusPageWrite(config: config, folder: folder, pageName: FileSystem.baseName(of: path), agent: agent,
                                    perMinute: ring.perMinute(at: now), stopping: stopping,
-                                   cache: writing ? QueueOrder.JobFileCache() : cache)
+                                   cache: writing ? QueueOrder.JobFileCache() : cache, writtenAt: wallSeconds)
         guard let worker else {
             _ = task.perform()
             return report(task.error, now: now)
@@ -90,7 +91,7 @@ final class StatusPageFile {
         writing = true
         worker.sync([.task(task)]) { [self] _ in
             writing = false
-            report(task.error, now: MonotonicClock.now())
+            report(task.error, now: now)
         }
     }
 

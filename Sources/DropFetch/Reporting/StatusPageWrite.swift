@@ -9,9 +9,9 @@ final class StatusPageWrite: WorkerTask {
     private(set) var error: SystemError?
 
     init(config: Config, folder: DirectoryHandle, pageName: String, agent: String, perMinute: [Int64], stopping: Bool,
-         cache: QueueOrder.JobFileCache) {
+         cache: QueueOrder.JobFileCache, writtenAt: Int64) {
         request = Request(config: config, folder: folder, pageName: pageName, agent: agent, perMinute: perMinute,
-                          stopping: stopping, cache: cache)
+                          stopping: stopping, cache: cache, writtenAt: writtenAt)
     }
 
     /// The mode of the page and `status.json` (docs/service.md: a web server reads them).
@@ -31,11 +31,14 @@ final class StatusPageWrite: WorkerTask {
         let perMinute: [Int64]
         let stopping: Bool
         let cache: QueueOrder.JobFileCache
+        /// The agent clock's wall time when the loop asked for the page (seconds since the epoch).
+        let writtenAt: Int64
 
         /// `status.json` first, then the page, both from one reading of the spool.
         func perform() -> SystemError? {
             let page = StatusPage.read(config: config, throughput: StatusPage.Throughput(perMinute: perMinute, agent: agent),
-                                       writer: "agent " + agent, stoppedAgent: stopping ? agent : nil, cache: cache)
+                                       writer: "agent " + agent, stoppedAgent: stopping ? agent : nil, cache: cache,
+                                       now: writtenAt)
             do {
                 try AtomicFile.write(Array((page.status.json() + "\n").utf8), named: StatusPageFile.jsonName, in: folder,
                                      mode: StatusPageWrite.mode)

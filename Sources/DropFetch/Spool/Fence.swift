@@ -11,8 +11,9 @@ import Synchronization
 /// takes the lease again (`Phase.waking`, a renewal that went through) before its next claim or
 /// adoption, so that an idle daemon writes and syncs nothing (issue 34, P5).
 final class Fence: Sendable {
-    /// Where the lease stands besides its end. Only the loop moves it out of `active`, `lapsing` and
-    /// `dormant` (`offerLapse`, `prepareToAct`); only the lease thread into `dormant` and `active`.
+    /// Where the lease stands besides its end. The loop offers a lapse and takes it back, and asks a
+    /// dormant lease to wake (`offerLapse`, `prepareToAct`); the lease thread makes it dormant and,
+    /// once a renewal went through, active again (`lapse`, `resumed`).
     enum Phase: UInt8, AtomicRepresentable {
         /// Renewed every quarter lease.
         case active
@@ -67,6 +68,7 @@ final class Fence: Sendable {
         return .broken
     }
 
+    /// The lease's phase now (another thread may move it right after).
     var phase: Phase { phaseValue.load(ordering: .acquiring) }
 
     /// The loop holds no job: the lease may lapse (`active` → `lapsing`). Returns whether that
@@ -100,9 +102,15 @@ final class Fence: Sendable {
     }
 
     /// A renewal that began at `start` went through while waking: the lease runs from it again
-    /// (a lapse held no job, so nothing another agent counted on is extended). False when broken.
+    /// (a lapse held no job, so nothing another agent counted on is extended). False when broken,
+    /// or when the renewal ended after the lease it began would have run out (which breaks it).
     func resumed(startedAt start: Int64, lease: Int64) -> Bool {
         if broken.load(ordering: .acquiring) { return false }
+        let now = Fence.now()
+        guard now < start &+ lease else {
+            breakFence("the lease renewal after a lapse ended \(Fence.milliseconds(now - start - lease)) ms after that lease ran out")
+            return false
+        }
         let (sum, overflow) = start.addingReportingOverflow(lease)
         // The end first: once the phase says active, `standing` reads it.
         validUntil.store(overflow ? .max - 1 : sum, ordering: .releasing)

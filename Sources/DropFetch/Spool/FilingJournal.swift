@@ -35,11 +35,11 @@ final class FilingJournal: Sendable {
         path = root + "/" + FilingJournal.prefix + agent
     }
 
-    /// Appends the line of a record filed as `folder/name` now. A failure is not the filing's: the
-    /// line is lost (the record is missing from the view, as one put into done/ by hand) and the
-    /// journal is opened again at the next filing.
-    func append(name: String, outcome: Spool.Outcome) {
-        let line = FilingJournal.lineBytes(nanoseconds: FilingJournal.now(), outcome: outcome, name: name)
+    /// Appends the line of a record filed as `folder/name` at `time` (wall ns). A failure is not the
+    /// filing's: the line is lost (the record is missing from the view, as one put into done/ by
+    /// hand) and the journal is opened again at the next filing.
+    func append(name: String, outcome: Spool.Outcome, at time: Int64 = FilingJournal.now()) {
+        let line = FilingJournal.lineBytes(nanoseconds: time, outcome: outcome, name: name)
         state.withLock { state in
             do {
                 if state.file == nil || state.size > FilingJournal.rotationSize { try open(&state) }

@@ -49,8 +49,9 @@ final class HistoryPass {
         return nextDue
     }
 
-    /// Picks up the outcome of a pass that ended, else starts one when due. Returns the outcome.
-    func turn(now: Int64, rule: Config.History?) -> HistoryRetention.Removal? {
+    /// Picks up the outcome of a pass that ended, else starts one when due, judging ages at
+    /// `wallSeconds` (the agent clock's). Returns the outcome.
+    func turn(now: Int64, wallSeconds: Int64, rule: Config.History?) -> HistoryRetention.Removal? {
         if case .running(let thread) = state {
             lastLook = now
             guard let removal = shared.withLock({ $0.removal }) else { return nil }
@@ -66,7 +67,7 @@ final class HistoryPass {
         let shared = shared
         do {
             let thread = try WorkerThread.start("start the history pass") {
-                let removal = HistoryPass.pass(retention, rule: rule) { shared.withLock { $0.stopping } }
+                let removal = HistoryPass.pass(retention, rule: rule, now: wallSeconds) { shared.withLock { $0.stopping } }
                 shared.withLock { $0.removal = removal }
             }
             state = .running(thread)
@@ -77,15 +78,15 @@ final class HistoryPass {
     }
 
     /// One pass now, on the caller's thread (`run --once`, after its loop).
-    func runNow(rule: Config.History?) -> HistoryRetention.Removal? {
+    func runNow(rule: Config.History?, wallSeconds: Int64) -> HistoryRetention.Removal? {
         guard let rule, rule.removesAnything else { return nil }
-        return HistoryPass.pass(retention, rule: rule) { false }
+        return HistoryPass.pass(retention, rule: rule, now: wallSeconds) { false }
     }
 
-    /// Selects and removes under `rule` at the wall clock's now.
-    static func pass(_ retention: HistoryRetention, rule: Config.History, stop: () -> Bool) -> HistoryRetention.Removal {
+    /// Selects and removes under `rule` at `now` (wall seconds).
+    static func pass(_ retention: HistoryRetention, rule: Config.History, now: Int64, stop: () -> Bool) -> HistoryRetention.Removal {
         do {
-            let selection = try retention.select(rule, now: Int64(time(nil)), stop: stop)
+            let selection = try retention.select(rule, now: now, stop: stop)
             return retention.remove(selection, stop: stop)
         } catch {
             return HistoryRetention.Removal(removed: 0, error: error)

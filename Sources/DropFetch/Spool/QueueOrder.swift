@@ -37,7 +37,9 @@ public struct QueueOrder: Sendable {
 
     /// The queue of the spool `status` was read from; `cache`, when given, may be shared between
     /// threads, though two readings at the same time would each read the job files the other did.
-    public static func read(config: Config, status: SpoolStatus, limit: Int = 100, cache: JobFileCache = JobFileCache()) -> QueueOrder {
+    /// `now`: wall seconds, against which a released job's hints are checked.
+    public static func read(config: Config, status: SpoolStatus, limit: Int = 100, cache: JobFileCache = JobFileCache(),
+                            now: Int64) -> QueueOrder {
         let root = Agent.absolute(config.spool)
         let spool = Spool(root: root, agentID: config.agentID ?? Agent.hostName(), durable: false)
         var entries: [(entry: Entry, claimed: Bool)] = []
@@ -51,7 +53,7 @@ public struct QueueOrder: Sendable {
             seen.insert(found.relativePath)
             let (priority, className) = describe(found, in: spool, config: config, cache: cache)
             var arrival = found.modified
-            if let submitted = spool.releasedState(of: found.relativePath)?.submitted { arrival = submitted * 1_000_000_000 }
+            if let submitted = spool.releasedState(of: found.relativePath, now: now)?.submitted { arrival = submitted * 1_000_000_000 }
             entries.append((Entry(job: found.name, folder: found.folder, className: className, priority: priority,
                                   arrival: arrival, claimedBy: nil), false))
         }

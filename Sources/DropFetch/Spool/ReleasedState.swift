@@ -40,10 +40,11 @@ struct ReleasedState: Equatable {
     }
 
     /// A state record for the job file named `job` holding these hints and nothing else: what
-    /// `JobIntake.admit` takes up as the job's previous state.
-    func record(job: String, agent: String) -> StatusRecord {
+    /// `JobIntake.admit` takes up as the job's previous state; `now` (wall seconds) stands in for
+    /// a submission time the hints lack.
+    func record(job: String, agent: String, now: Int64) -> StatusRecord {
         var record = StatusRecord(job: job, state: .queued, className: "default", priority: 0, agent: agent,
-                                  submitted: Timestamp.format(seconds: submitted ?? Int64(time(nil))), attempts: attempts)
+                                  submitted: Timestamp.format(seconds: submitted ?? now), attempts: attempts)
         record.started = started.map(Timestamp.format)
         record.retryAt = retryAt.map(Timestamp.format)
         record.downloads = waiting.map { DownloadStatus(url: "", file: nil, state: $0 ? .waiting : .queued) }

@@ -113,15 +113,15 @@ extension Spool {
             return known
         }
 
-        /// `Spool.claim(_:from:)`.
-        func claim(_ name: String, from folder: DirectoryHandle, state: StatusRecord? = nil) throws(SystemError) -> String? {
+        /// `Spool.claim(_:from:)`; `now` (wall seconds) is the submission time of a state it writes.
+        func claim(_ name: String, from folder: DirectoryHandle, state: StatusRecord? = nil, now: Int64) throws(SystemError) -> String? {
             let workFolder = try workHandle()
             for candidate in Spool.candidateNames(name) {
                 // What recovery cannot learn from the work name is on disk before the job is:
                 // its own name (claimed as `x.1.url`) and routing folder, or its released hints.
                 let stated = state ?? (candidate == name ? nil
                     : StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agentID,
-                                   submitted: Timestamp.now()))
+                                   submitted: Timestamp.format(seconds: now)))
                 let statePath = stated == nil ? nil : FileSystem.join(work, Spool.stateName(forJob: candidate))
                 if let stated, let statePath { try AtomicFile.write(stated.encoded(), to: statePath, durable: false) }
                 do {
@@ -148,20 +148,20 @@ extension Spool {
         }
 
         /// `Spool.releasedState(named:in:)`.
-        func releasedState(named name: String, in folder: DirectoryHandle) -> ReleasedState? {
+        func releasedState(named name: String, in folder: DirectoryHandle, now: Int64) -> ReleasedState? {
             guard let file = try? folder.readUntrusted(Spool.releasedStateName(forJob: name), limit: StatusRecord.maxFileSize) else {
                 return nil
             }
-            return ReleasedState.parse(file.bytes, now: Int64(time(nil)))
+            return ReleasedState.parse(file.bytes, now: now)
         }
 
         /// The state a claim of job `name` from routing folder `folder` writes before it moves the
         /// job: the released hints (taken from the inbox), and the folder; nil when neither is there.
-        func claimState(of name: String, from folder: String, hints: ReleasedState?) -> StatusRecord? {
+        func claimState(of name: String, from folder: String, hints: ReleasedState?, now: Int64) -> StatusRecord? {
             guard hints != nil || !folder.isEmpty else { return nil }
-            var record = hints?.record(job: name, agent: agentID)
+            var record = hints?.record(job: name, agent: agentID, now: now)
                 ?? StatusRecord(job: name, state: .queued, className: "default", priority: 0, agent: agentID,
-                                submitted: Timestamp.now())
+                                submitted: Timestamp.format(seconds: now))
             if !folder.isEmpty { record.folder = folder }
             return record
         }
@@ -208,7 +208,7 @@ extension Spool {
     }
 
     func claim(_ name: String, from folder: DirectoryHandle) throws(SystemError) -> String? {
-        try claiming.claim(name, from: folder)
+        try claiming.claim(name, from: folder, now: Int64(time(nil)))
     }
 
     /// Puts a claimed job back into its routing folder under its inbox name, never replacing:
@@ -234,13 +234,9 @@ extension Spool {
 
     /// The hints a released job brought back to the inbox (`ReleasedState`), if any; read
     /// through the routing folder's descriptor, without blocking.
-    func releasedState(of relativePath: String) -> ReleasedState? {
+    func releasedState(of relativePath: String, now: Int64) -> ReleasedState? {
         let entry = InboxEntry(relativePath: relativePath, modified: 0)
         guard let folder = try? routingFolder(entry.folder) else { return nil }
-        return releasedState(named: entry.name, in: folder)
-    }
-
-    func releasedState(named name: String, in folder: DirectoryHandle) -> ReleasedState? {
-        claiming.releasedState(named: name, in: folder)
+        return claiming.releasedState(named: entry.name, in: folder, now: now)
     }
 }

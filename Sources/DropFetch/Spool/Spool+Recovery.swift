@@ -43,10 +43,10 @@ extension Spool {
     }
 
     /// Removes dot-temp files (`.x.tmp`, `.x.status.json.123.tmp`) left in the spool folders by writers
-    /// or by a crash, once they are older than `age` seconds. Returns how many were removed.
+    /// or by a crash, once they are older than `age` seconds at `now` (the agent clock's wall
+    /// seconds). Returns how many were removed.
     @discardableResult
-    func removeStaleTemporaries(olderThan age: Int64 = 86_400) -> Int {
-        let now = Int64(time(nil))
+    func removeStaleTemporaries(olderThan age: Int64 = 86_400, now: Int64) -> Int {
         var removed = 0
         var folders = [inbox, hold, done, failed, work]
         var index = 0

@@ -25,6 +25,8 @@ enum SpoolClaim {
         let entry: Spool.InboxEntry
         let spool: Spool.Claiming
         let limit: Int64
+        /// The agent clock's wall seconds when the loop asked: released hints are never after it.
+        let now: Int64
         /// The inbox listing or its watch showed a released state beside the job: it is read and
         /// taken up. Without one, none is looked for (two opens a job answered ENOENT).
         var adoptsReleasedState = true
@@ -47,9 +49,9 @@ enum SpoolClaim {
             do {
                 // A kill right after the move must not lose the job's routing folder (its class and
                 // priority; where hold and release put it) nor its released hints.
-                let hints = adoptsReleasedState ? spool.releasedState(named: entry.name, in: folder) : nil
-                let state = spool.claimState(of: entry.name, from: entry.folder, hints: hints)
-                guard let workName = try spool.claim(entry.name, from: folder, state: state) else { return .gone }
+                let hints = adoptsReleasedState ? spool.releasedState(named: entry.name, in: folder, now: now) : nil
+                let state = spool.claimState(of: entry.name, from: entry.folder, hints: hints, now: now)
+                guard let workName = try spool.claim(entry.name, from: folder, state: state, now: now) else { return .gone }
                 spool.crashPlan?.reach(.claimed)
                 let contents = known.flatMap { spool.stillReads($0, as: workName) }.map { .success($0) }
                     ?? spool.readClaimedJob(workName, limit: limit)

@@ -287,8 +287,9 @@ public enum SpoolControl {
         let statePath = folder + "/" + Spool.stateName(forJob: name)
         if let record = Spool.readRecord(at: statePath) { return (statePath, record, false) }
         let sidecar = folder + "/" + Spool.releasedStateName(forJob: name)
+        let now = Int64(time(nil))
         guard let file = try? UntrustedFile.read(atPath: sidecar, limit: StatusRecord.maxFileSize),
-              let hints = ReleasedState.parse(file.bytes, now: Int64(time(nil))) else { return nil }
-        return (sidecar, hints.record(job: name, agent: agent), true)
+              let hints = ReleasedState.parse(file.bytes, now: now) else { return nil }
+        return (sidecar, hints.record(job: name, agent: agent, now: now), true)
     }
 }

@@ -48,6 +48,8 @@ final class SpoolFiling: WorkerRequest {
     /// The URL each finished download was fetched from, as written in the job file (credentials
     /// included: only its key goes to the index), for `doneIndex`.
     let fetchedURLs: [String]
+    /// The agent clock's wall time when the filing was planned (ns): the journal line's time.
+    let filedAt: Int64
 
     /// The filing of the job file at `source` under `status`, planned on the loop (the record
     /// numbers the spool remembers are the loop's).
@@ -56,7 +58,8 @@ final class SpoolFiling: WorkerRequest {
     init(_ status: StatusRecord, as outcome: Spool.Outcome, from source: String, named workName: String? = nil,
          claim: UInt64, in spool: Spool,
          publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
-         markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil, fetchedURLs: [String] = []) {
+         markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil, fetchedURLs: [String] = [],
+         filedAt: Int64 = FilingJournal.now()) {
         self.source = source
         self.status = status
         self.outcome = outcome
@@ -73,6 +76,7 @@ final class SpoolFiling: WorkerRequest {
         journal = spool.journal
         doneIndex = spool.doneIndex
         self.fetchedURLs = fetchedURLs
+        self.filedAt = filedAt
     }
 
     func perform() -> Ending {
@@ -99,7 +103,7 @@ final class SpoolFiling: WorkerRequest {
                 unmarked += removeOwnerMarks(of: owner, downloads: status.downloads)
             }
             let name = filed.name
-            journal.append(name: name, outcome: outcome)
+            journal.append(name: name, outcome: outcome, at: filedAt)
             if outcome == .done { doneIndex.append(keys: fetchedURLs.map(URLKey.key), name: name) }
             if let statePath { try? FileSystem.removeIfPresent(statePath) }
             return .filed(filed)

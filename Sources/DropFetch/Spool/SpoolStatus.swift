@@ -26,7 +26,8 @@ public struct SpoolStatus: Sendable {
     /// Whether `record` (of `active` or `waiting`) belongs to an agent that is gone.
     public func isOrphaned(_ record: StatusRecord) -> Bool { goneAgents.contains(record.agent) }
 
-    public static func read(config: Config, recentLimit: Int = 20) -> SpoolStatus {
+    /// `now`: seconds since the epoch, for the schedule's facts.
+    public static func read(config: Config, recentLimit: Int = 20, now: Int64 = Int64(time(nil))) -> SpoolStatus {
         let root = Agent.absolute(config.spool)
         let spool = Spool(root: root, agentID: config.agentID ?? Agent.hostName(), durable: false)
         let inboxCount = spool.scanInbox().count
@@ -34,11 +35,12 @@ public struct SpoolStatus: Sendable {
         var waiting: [StatusRecord] = []
         var gone: Set<String> = []
         var fenced: [String] = []
-        let now = AgentClock().wallNanoseconds()
+        // Lease ages want more than whole seconds: the liveness judgement reads the clock itself.
+        let wallNanoseconds = AgentClock().wallNanoseconds()
         for agent in ((try? FileSystem.entries(of: spool.workRoot)) ?? []).map(\.name) where !agent.hasPrefix(".") {
             let folder = FileSystem.join(spool.workRoot, agent)
             let names = ((try? FileSystem.entries(of: folder)) ?? []).map(\.name).filter(Spool.isJobName)
-            let state = AgentLiveness.state(workFolder: folder, now: now)
+            let state = AgentLiveness.state(workFolder: folder, now: wallNanoseconds)
             let alive = names.isEmpty || state != .gone
             if !alive { gone.insert(agent) }
             if state == .fenced { fenced.append(agent) }
@@ -68,7 +70,7 @@ public struct SpoolStatus: Sendable {
         return SpoolStatus(inbox: inboxCount, active: active.sorted { $0.job < $1.job },
                            waiting: waiting.sorted { $0.job < $1.job }, held: held, heldStates: heldStates, recent: recent,
                            goneAgents: gone, fencedAgents: fenced.sorted(),
-                           schedule: ScheduleStatus.read(config: config, now: Int64(time(nil))))
+                           schedule: ScheduleStatus.read(config: config, now: now))
     }
 
     /// The newest `limit` status records of done/ and failed/ by their files' modification times,

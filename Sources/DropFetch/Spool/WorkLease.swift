@@ -142,7 +142,8 @@ final class WorkLease {
     func readyToAct() -> Bool {
         let (ready, wake) = shared.fence.prepareToAct()
         if wake { WorkLease.signal(shared.nudge) }
-        return ready
+        // A lease taken back from a lapse may have run out meanwhile (a renewal that hangs).
+        return ready && shared.fence.permits()
     }
 
     /// Empties the wake-up descriptor (after the loop saw it readable).
@@ -197,7 +198,9 @@ final class WorkLease {
             if holds, phase == .dormant { continue }
             let start = Fence.now()
             guard write(shared, idle: false, last: &last, reportedFailure: &reportedFailure) else { continue }
-            nextRenewal = start + shared.leaseNanoseconds / 4
+            // A quarter lease after this write ended, as before lapses existed: a slow file system
+            // is not written to back to back.
+            nextRenewal = Fence.now() + shared.leaseNanoseconds / 4
             if holds, let lockPath = shared.lockPath, lockIsGone(lockPath) {
                 shared.fence.breakFence("the work folder's lock (\(lockPath)) was lost: the file system's server dropped it")
                 signal(shared.wakeup)

@@ -57,7 +57,7 @@ final class GroupCommit {
 
         /// The target done here, on the loop (no worker), with the error its waiters get.
         fileprivate func performInline(durable: Bool, fence: Fence?) -> SystemError? {
-            if let fence, !fence.permits() { return SyncWorker.fenced("") }
+            if let fence, fence.isBroken { return SyncWorker.fenced("") }
             if case .task(let task) = self { return task.perform() }
             return SyncWorker.perform(workerTarget(durable: durable, exchange: nil)).error
         }

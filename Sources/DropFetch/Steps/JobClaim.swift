@@ -27,10 +27,11 @@ final class JobClaim: WorkerTask {
         let generation: Int
     }
 
+    /// `now`: the agent clock's wall seconds, against which released hints are checked.
     init(_ entry: Spool.InboxEntry, in spool: Spool, limit: Int64, adoptsReleasedState: Bool = true,
-         known: JobFileReader.Contents? = nil, naming: Naming?) {
+         known: JobFileReader.Contents? = nil, naming: Naming?, now: Int64 = Int64(time(nil))) {
         self.entry = entry
-        request = Request(claim: SpoolClaim.Request(entry: entry, spool: spool.claiming, limit: limit,
+        request = Request(claim: SpoolClaim.Request(entry: entry, spool: spool.claiming, limit: limit, now: now,
                                                     adoptsReleasedState: adoptsReleasedState, known: known), naming: naming)
     }
 

@@ -52,7 +52,9 @@ final class SyncWorker {
     /// One batch: the loop gives the targets, the worker the outcomes (one per target, in order).
     struct Batch: Sendable {
         let targets: [Target]
-        /// Asked before each target: a fenced agent's steps are not done (DESIGN.md §10).
+        /// Asked before each target: a fenced agent's steps are not done (DESIGN.md §10). A lapsed
+        /// lease refuses nothing here: it holds no job, so only the metrics file, the status page
+        /// and the quota ledger's exchange can be on their way.
         let fence: Fence?
         /// Empty until the worker has done the batch.
         var outcomes: [Outcome] = []
@@ -200,7 +202,7 @@ final class SyncWorker {
         outcomes.reserveCapacity(targets.count)
         var ranSince = MonotonicClock.nanoseconds()
         for target in targets {
-            if let fence, !fence.permits() {
+            if let fence, fence.isBroken {
                 outcomes.append(.failed(SyncWorker.fenced(target.path)))
                 continue
             }

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 @testable import DropFetch
@@ -14,18 +15,32 @@ import Testing
         let file = Self.pageFile()
         let idle = StatusPageFile.Gauges(inbox: 1)
         #expect(file.nextWrite(idle) == 0, "the first page at once")
-        file.write(now: 5_000, idle, config: Config(), on: nil)
+        file.write(now: 5_000, wallSeconds: 1_795_298_400, idle, config: Config(), on: nil)
         #expect(file.nextWrite(idle) == nil, "nothing changed: no deadline for the poll")
         var busy = idle
         busy.running = 1
         #expect(file.nextWrite(busy) == 6_000)
-        file.writeIfDue(now: 5_500, busy, received: 0, config: Config(), on: GroupCommit(durable: false) { _ in })
+        file.writeIfDue(now: 5_500, wallSeconds: 1_795_298_400, busy, received: 0, config: Config(), on: GroupCommit(durable: false) { _ in })
         #expect(file.nextWrite(busy) == 6_000, "not before a second has passed")
         busy.stateRefresh = 6_100
-        file.write(now: 6_100, busy, config: Config(), on: nil)
+        file.write(now: 6_100, wallSeconds: 1_795_298_401, busy, config: Config(), on: nil)
         #expect(file.nextWrite(busy) == nil)
         busy.stateRefresh = 7_100
         #expect(file.nextWrite(busy) == 7_100, "the once-a-second state refresh while bytes flow is a change")
+    }
+
+    @Test("the agent's page says it was written at the agent clock's time, not the system's")
+    func writtenAtTheAgentClock() throws {
+        let root = FileManager.default.temporaryDirectory.path + "/dropfetch-page-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root + "/page", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var config = Config()
+        config.spool = root + "/spool"
+        let file = StatusPageFile(configured: root + "/page/index.html", agent: "a", logger: Logger(label: "test"))
+        // 2001-09-09T01:46:40Z: far from any real now.
+        file.write(now: 5_000, wallSeconds: 1_000_000_000, StatusPageFile.Gauges(inbox: 0), config: config, on: nil)
+        let html = try String(contentsOfFile: root + "/page/index.html", encoding: .utf8)
+        #expect(html.contains("<p class=\"written\">Written <time datetime=\"2001-09-09T01:46:40Z\""), "\(html.prefix(2_000))")
     }
 
     @Test("the ring counts bytes by minute, forgets minutes older than an hour, and shows idle minutes as 0")

@@ -110,6 +110,36 @@ struct SpoolTests {
         #expect(FileManager.default.fileExists(atPath: root + "/work/busy/b.url"))
     }
 
+    @Test("an agent whose lease is lapsed judges and adopts no folder until it holds the lease again")
+    func adoptsOnlyWithTheLease() throws {
+        let (spool, root) = try makeSpool(agent: "idle")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/work/dead", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lock", contents: nil)
+        try "http://h/x\n".write(toFile: root + "/work/dead/z.url", atomically: false, encoding: .utf8)
+        var lease = WorkLease.Record.ofThisProcess(epoch: 1, lease: 10_000)
+        lease.pid = Int32.max - 1
+        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lease", contents: Data(lease.encoded()))
+        // An empty folder is not worth the lease: it is not asked for.
+        try FileManager.default.createDirectory(atPath: root + "/work/empty", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: root + "/work/empty/.lock", contents: nil)
+
+        let watch = LeaseWatch(ownLease: .zero)
+        var asked: [Bool] = []
+        let refused = spool.adoptOrphans(watch: watch, now: Fence.now() / 1_000_000) {
+            asked.append(false)
+            return false
+        }
+        #expect(asked.count == 1, "the lease was asked for \(asked.count) times for one folder with jobs")
+        #expect(refused.awaitsLease)
+        #expect(refused.adopted.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: root + "/work/dead/z.url"))
+        let adopted = spool.adoptOrphans(watch: watch, now: Fence.now() / 1_000_000) { true }
+        #expect(!adopted.awaitsLease)
+        #expect(adopted.adopted == ["z.url"])
+        #expect(FileManager.default.fileExists(atPath: root + "/work/idle/z.url"))
+    }
+
     @Test("status timestamps are UTC RFC 3339 and round-trip")
     func timestamps() {
         #expect(Timestamp.format(seconds: 0) == "1970-01-01T00:00:00Z")

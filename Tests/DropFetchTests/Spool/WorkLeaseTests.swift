@@ -73,7 +73,9 @@ struct WorkLeaseTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let lease = try WorkLease(folder: folder, lease: .seconds(1), logger: Logger(label: "test"))
         lease.mayLapse()
+        #expect(lease.fence.phase == .lapsing)
         #expect(lease.readyToAct(), "a lapse on offer is taken back at once")
+        #expect(lease.fence.phase == .active)
         let start = try #require(Self.record(in: folder)).renewal
         var sawIdle = false
         // Past the grace (1 s) and several renewals.
