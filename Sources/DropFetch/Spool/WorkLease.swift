@@ -140,9 +140,11 @@ final class WorkLease {
     /// Whether the loop may claim or adopt a job now. A dormant lease is asked for again, and the
     /// wake-up descriptor turns readable once a renewal went through (or the fence broke).
     func readyToAct() -> Bool {
+        // Active: the loop's check of the fence at each turn's start stands (no clock read a claim).
+        if shared.fence.phase == .active { return true }
         let (ready, wake) = shared.fence.prepareToAct()
         if wake { WorkLease.signal(shared.nudge) }
-        // A lease taken back from a lapse may have run out meanwhile (a renewal that hangs).
+        // A lease taken back from a lapse may have run out meanwhile: the loop did not wake for its end.
         return ready && shared.fence.permits()
     }
 
