@@ -97,7 +97,8 @@ final class JobIntake: AgentPart {
         let className = hints.className
         let host = hints.host
         var arrivalTime = arrival
-        if !releasedStates.isEmpty, releasedStates.contains(Spool.releasedStatePath(forJob: path)), let submitted = spool.releasedState(of: path, now: clock.wallSeconds())?.submitted {
+        if !releasedStates.isEmpty, releasedStates.contains(Spool.releasedStatePath(forJob: path)),
+           let submitted = spool.releasedState(of: path, now: clock.wallSeconds())?.submitted {
             arrivalTime = submitted * 1_000_000_000
         }
         let id = table.makeID()

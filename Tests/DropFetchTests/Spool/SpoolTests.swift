@@ -90,17 +90,22 @@ struct SpoolTests {
         #expect(spool.ownJobs().isEmpty)
     }
 
+    /// Agent `dead`'s work folder with job `z.url`, its lock free and its lease naming a process of
+    /// this host that is gone (no such pid): adopted at once.
+    static func plantDeadAgent(in root: String) throws {
+        try FileManager.default.createDirectory(atPath: root + "/work/dead", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lock", contents: nil)
+        try "http://h/x\n".write(toFile: root + "/work/dead/z.url", atomically: false, encoding: .utf8)
+        var lease = WorkLease.Record.ofThisProcess(epoch: 1, lease: 10_000)
+        lease.pid = Int32.max - 1
+        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lease", contents: Data(lease.encoded()))
+    }
+
     @Test("a dead agent's work folder is adopted; a live one's is left alone")
     func adoptsDeadAgents() throws {
         let (spool, root) = try makeSpool(agent: "live")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        try FileManager.default.createDirectory(atPath: root + "/work/dead", withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lock", contents: nil)
-        try "http://h/x\n".write(toFile: root + "/work/dead/z.url", atomically: false, encoding: .utf8)
-        // Its lease names a process of this host that is gone (no such pid): adopted at once.
-        var lease = WorkLease.Record.ofThisProcess(epoch: 1, lease: 10_000)
-        lease.pid = Int32.max - 1
-        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lease", contents: Data(lease.encoded()))
+        try Self.plantDeadAgent(in: root)
         let other = Spool(root: root, agentID: "busy", durable: true)
         try other.open()
         try "http://h/x\n".write(toFile: root + "/work/busy/b.url", atomically: false, encoding: .utf8)
@@ -114,12 +119,7 @@ struct SpoolTests {
     func adoptsOnlyWithTheLease() throws {
         let (spool, root) = try makeSpool(agent: "idle")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        try FileManager.default.createDirectory(atPath: root + "/work/dead", withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lock", contents: nil)
-        try "http://h/x\n".write(toFile: root + "/work/dead/z.url", atomically: false, encoding: .utf8)
-        var lease = WorkLease.Record.ofThisProcess(epoch: 1, lease: 10_000)
-        lease.pid = Int32.max - 1
-        _ = FileManager.default.createFile(atPath: root + "/work/dead/.lease", contents: Data(lease.encoded()))
+        try Self.plantDeadAgent(in: root)
         // An empty folder is not worth the lease: it is not asked for.
         try FileManager.default.createDirectory(atPath: root + "/work/empty", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: root + "/work/empty/.lock", contents: nil)
