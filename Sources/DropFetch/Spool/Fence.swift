@@ -106,14 +106,15 @@ final class Fence: Sendable {
     /// or when the renewal ended after the lease it began would have run out (which breaks it).
     func resumed(startedAt start: Int64, lease: Int64) -> Bool {
         if broken.load(ordering: .acquiring) { return false }
+        let (sum, overflow) = start.addingReportingOverflow(lease)
+        let end = overflow ? .max - 1 : sum
         let now = Fence.now()
-        guard now < start &+ lease else {
-            breakFence("the lease renewal after a lapse ended \(Fence.milliseconds(now - start - lease)) ms after that lease ran out")
+        guard now < end else {
+            breakFence("the lease renewal after a lapse ended \(Fence.milliseconds(now - end)) ms after that lease ran out")
             return false
         }
-        let (sum, overflow) = start.addingReportingOverflow(lease)
         // The end first: once the phase says active, `standing` reads it.
-        validUntil.store(overflow ? .max - 1 : sum, ordering: .releasing)
+        validUntil.store(end, ordering: .releasing)
         return phaseValue.compareExchange(expected: .waking, desired: .active, ordering: .acquiringAndReleasing).exchanged
     }
 

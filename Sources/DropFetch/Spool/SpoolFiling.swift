@@ -59,7 +59,7 @@ final class SpoolFiling: WorkerRequest {
          claim: UInt64, in spool: Spool,
          publishedRecords: [(folder: DirectoryHandle, name: String)], removesState: Bool = true,
          markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)? = nil, fetchedURLs: [String] = [],
-         filedAt: Int64 = FilingJournal.now()) {
+         filedAt: Int64) {
         self.source = source
         self.status = status
         self.outcome = outcome

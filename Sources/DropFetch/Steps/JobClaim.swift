@@ -29,7 +29,7 @@ final class JobClaim: WorkerTask {
 
     /// `now`: the agent clock's wall seconds, against which released hints are checked.
     init(_ entry: Spool.InboxEntry, in spool: Spool, limit: Int64, adoptsReleasedState: Bool = true,
-         known: JobFileReader.Contents? = nil, naming: Naming?, now: Int64 = Int64(time(nil))) {
+         known: JobFileReader.Contents? = nil, naming: Naming?, now: Int64) {
         self.entry = entry
         request = Request(claim: SpoolClaim.Request(entry: entry, spool: spool.claiming, limit: limit, now: now,
                                                     adoptsReleasedState: adoptsReleasedState, known: known), naming: naming)

@@ -26,7 +26,7 @@ struct SpoolStepTests {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try drop("x.url", in: root, body: "http://h/x\n  out=a\n")
-        let first = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil)
+        let first = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil, now: Int64(time(nil)))
         #expect(first.perform() == nil)
         guard case .claimed(let name, let previous, .success(let contents)) = first.ending else {
             Issue.record("not claimed: \(first.ending)")
@@ -39,7 +39,7 @@ struct SpoolStepTests {
         #expect(!FileSystem.exists(root + "/inbox/x.url"))
 
         try drop("x.url", in: root)
-        let second = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil)
+        let second = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil, now: Int64(time(nil)))
         _ = second.perform()
         guard case .claimed(let other, _, _) = second.ending else {
             Issue.record("not claimed: \(second.ending)")
@@ -75,7 +75,7 @@ struct SpoolStepTests {
     /// The job file's text as the claim of `name`, given the index's read `known`, took it; nil
     /// when it was not claimed.
     private func claimedText(_ name: String, in spool: Spool, known: JobFileReader.Contents) -> String? {
-        let claim = JobClaim(.init(relativePath: name, modified: 0), in: spool, limit: 1 << 20, known: known, naming: nil)
+        let claim = JobClaim(.init(relativePath: name, modified: 0), in: spool, limit: 1 << 20, known: known, naming: nil, now: Int64(time(nil)))
         _ = claim.perform()
         guard case .claimed(_, _, .success(let taken)) = claim.ending else { return nil }
         return String(decoding: taken.bytes, as: UTF8.self)
@@ -95,7 +95,7 @@ struct SpoolStepTests {
         defer { try? FileManager.default.removeItem(atPath: root) }
         try drop("x.url", in: root, body: "http://h/a.bin\nhttp://h/b.bin\n")
         let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20,
-                             naming: try naming(destination: root + "/out"))
+                             naming: try naming(destination: root + "/out"), now: Int64(time(nil)))
         #expect(claim.perform() == nil)
         let first = try #require(claim.firstPart)
         #expect(first.className == "default")
@@ -120,7 +120,7 @@ struct SpoolStepTests {
         try Data(released.encoded()).write(to: URL(fileURLWithPath: root + "/inbox/.back.state.json"))
         for job in ["bad.url", "ftp.url", "back.url"] {
             let claim = JobClaim(.init(relativePath: job, modified: 0), in: spool, limit: 1 << 20,
-                                 naming: try naming(destination: root + "/out"))
+                                 naming: try naming(destination: root + "/out"), now: Int64(time(nil)))
             #expect(claim.perform() == nil)
             guard case .claimed = claim.ending else {
                 Issue.record("\(job) not claimed: \(claim.ending)")
@@ -137,7 +137,7 @@ struct SpoolStepTests {
     func claimOfAGoneJob() throws {
         let (spool, root) = try makeSpool()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil)
+        let claim = JobClaim(.init(relativePath: "x.url", modified: 0), in: spool, limit: 1 << 20, naming: nil, now: Int64(time(nil)))
         #expect(claim.perform() == nil)
         guard case .gone = claim.ending else {
             Issue.record("expected gone: \(claim.ending)")
@@ -155,7 +155,7 @@ struct SpoolStepTests {
             let name = try #require(try spool.claim(.init(relativePath: "x.url", modified: 0)))
             try "{}".write(toFile: spool.statePath(for: name), atomically: false, encoding: .utf8)
             let status = record("x.url")
-            let filing = SpoolFiling(status, as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [])
+            let filing = SpoolFiling(status, as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [], filedAt: FilingJournal.now())
             let finish = JobFinish([JobFinish.Item(part: nil, filing: filing, spoolFolders: [])], durable: false, crashPlan: nil)
             #expect(finish.perform() == nil)
             guard case .filed(nil, _, let filed) = finish.endings[0] else {
@@ -171,6 +171,21 @@ struct SpoolStepTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: spool.work).filter { !$0.hasPrefix(".lock") }.isEmpty)
     }
 
+    @Test("a filing's journal line carries the time the loop planned it at (the agent clock), not the worker's clock")
+    func journalLineAtTheAgentClock() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try drop("x.url", in: root)
+        let name = try #require(try spool.claim(.init(relativePath: "x.url", modified: 0)))
+        // 2001-09-09T01:46:40.123456789Z: far from any real now.
+        let filing = SpoolFiling(record("x.url"), as: .done, from: spool.work + "/" + name, claim: 0, in: spool,
+                                 publishedRecords: [], filedAt: 1_000_000_000_123_456_789)
+        let finish = JobFinish([JobFinish.Item(part: nil, filing: filing, spoolFolders: [])], durable: false, crashPlan: nil)
+        #expect(finish.perform() == nil)
+        let journal = try String(contentsOfFile: spool.journal.path, encoding: .utf8)
+        #expect(journal.split(separator: "\n").dropFirst() == ["1000000000123456789 d x.url"], "\(journal)")
+    }
+
     @Test("each end of a finish batch is handed out once, and its item is let go with it while the others stay")
     func finishEndsTakenOneByOne() throws {
         let (spool, root) = try makeSpool()
@@ -179,7 +194,7 @@ struct SpoolStepTests {
         for job in ["a.url", "b.url"] {
             try drop(job, in: root)
             let name = try #require(try spool.claim(.init(relativePath: job, modified: 0)))
-            let filing = SpoolFiling(record(job), as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [])
+            let filing = SpoolFiling(record(job), as: .done, from: spool.work + "/" + name, claim: 0, in: spool, publishedRecords: [], filedAt: FilingJournal.now())
             items.append(JobFinish.Item(part: nil, filing: filing, spoolFolders: []))
         }
         let finish = JobFinish(items, durable: false, crashPlan: nil)
@@ -211,7 +226,7 @@ struct SpoolStepTests {
         try FileSystem.rename(spool.work + "/" + name, to: spool.hold + "/" + name)
         try "http://h/other\n".write(toFile: spool.work + "/" + name, atomically: false, encoding: .utf8)
         let status = record("x.url", .failed)
-        let filing = SpoolFiling(status, as: .failed, from: spool.work + "/" + name, claim: claimed, in: spool, publishedRecords: [])
+        let filing = SpoolFiling(status, as: .failed, from: spool.work + "/" + name, claim: claimed, in: spool, publishedRecords: [], filedAt: FilingJournal.now())
         let finish = JobFinish([JobFinish.Item(part: nil, filing: filing, spoolFolders: [])], durable: true, crashPlan: nil)
         #expect(finish.perform() == nil)
         guard case .left(nil, _) = finish.endings[0] else {

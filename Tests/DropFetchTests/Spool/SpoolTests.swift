@@ -140,6 +140,19 @@ struct SpoolTests {
         #expect(FileManager.default.fileExists(atPath: root + "/work/idle/z.url"))
     }
 
+    @Test("stale temporaries are judged by the clock the agent gives: a fresh one stays, the same one two days on is removed")
+    func staleTemporariesByTheGivenClock() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let temp = root + "/inbox/.x.url.tmp"
+        try "http://h/x\n".write(toFile: temp, atomically: false, encoding: .utf8)
+        let now = Int64(time(nil))
+        #expect(spool.removeStaleTemporaries(now: now) == 0)
+        #expect(FileManager.default.fileExists(atPath: temp))
+        #expect(spool.removeStaleTemporaries(now: now + 2 * 86_400) == 1)
+        #expect(!FileManager.default.fileExists(atPath: temp))
+    }
+
     @Test("status timestamps are UTC RFC 3339 and round-trip")
     func timestamps() {
         #expect(Timestamp.format(seconds: 0) == "1970-01-01T00:00:00Z")
