@@ -164,7 +164,9 @@ case $DISK_FS in
 esac
 need_d=64
 want p1 && need_d=$(( need_d + BENCH_BIG_MB ))
-want p2 && need_d=$(( need_d + 2 * BENCH_SMALL_COUNT * (SMALL_KIB + 8) / 1024 ))
+# P2 keeps every run's files until the case ends (see P2_DIR): five tools, warm-up and measured
+# runs, and three floor runs of three modes.
+want p2 && need_d=$(( need_d + (5 * (BENCH_WARMUP + BENCH_REPEAT) + 9) * BENCH_SMALL_COUNT * (SMALL_KIB + 12) / 1024 ))
 want p3 && need_d=$(( need_d + BENCH_P3_LOAD * (SMALL_KIB + 8) / 1024 ))
 want p7 && need_d=$(( need_d + BENCH_P7_MB ))
 avail_d=$(( $(df -P -k -- "$D" | awk 'NR == 2 { print $4 }') / 1024 ))
@@ -294,6 +296,27 @@ timed() {
     ELAPSED=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 }
 
+# measure_floor KEY DIR JOBS keep|remove MODE...: the file work the spool contract asks of each job,
+# alone (no download, no agent), beside curl's one file a job (bench/protocol-floor.c), BENCH_REPEAT
+# times in fresh folders DIR-MODE-RUN, each removed after its run or kept for the caller to remove;
+# each run's seconds are added as KEY|MODE. Skipped without a C compiler.
+measure_floor() {
+    local key=$1 dir=$2 jobs=$3 keep=$4 r mode line; shift 4
+    if [[ ! -x $T/protocol-floor ]]; then
+        local cc
+        cc=$(command -v "${CC:-cc}" || command -v gcc || command -v clang) ||
+            { say "no C compiler (cc, gcc, clang): the spool contract's floor is not measured"; return 0; }
+        "$cc" -O2 -o "$T/protocol-floor" "$ROOT/bench/protocol-floor.c"
+    fi
+    for (( r = 1; r <= BENCH_REPEAT; r++ )); do
+        for mode in "$@"; do
+            line=$("$T/protocol-floor" "$mode" "$dir-$mode-$r" "$jobs")
+            add "$key|$mode" "$(field "$line" seconds)"
+            [[ $keep == keep ]] || rm -rf -- "$dir-$mode-$r"
+        done
+    done
+}
+
 yaml_str() { printf "'%s'" "${1//\'/\'\'}"; }
 
 # Does this build take `digest: none`? (P1 on tmpfs is measured with it when it does.)
@@ -359,16 +382,20 @@ run_transfer() {
     local case=$1 tool=$2 r=$3 key="$1|$2" log="$LOGS/${1}-${2// /_}-$3.log" scenario=small place=$D out
     [[ $case == p1* ]] && scenario=big
     [[ $case == p1-tmpfs ]] && place=$T
+    if [[ $scenario == small ]]; then
+        P2_RUNS=$(( ${P2_RUNS:-0} + 1 ))
+        place=$P2_DIR/run$P2_RUNS
+    fi
     out=$place/out
     rm -rf -- "$out" "$place/df"; mkdir -p "$out" "$place/df"
     # Nothing of the previous run is left to write back during this one.
     sync
     case "$scenario:$tool" in
         big:curl) timed "$log" "$CURL" -s --fail -o "$out/big.bin" "$BASE/big.bin" ;;
-        small:curl) timed "$log" "$CURL" -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$T/curl.list" ;;
+        small:curl) timed "$log" "$CURL" -s --fail --parallel --parallel-max "$CONCURRENCY" --output-dir "$out" -K "$T/curl.list" ;;
         # What dropfetch's fsync promises, for curl: its files synced after it (syncfs(2) of their
         # file system, timed with the transfers).
-        small:"curl + sync") timed "$log" bash -c '"$1" -s --fail --parallel --parallel-max "$2" -K "$3" && sync -f "$4"' \
+        small:"curl + sync") timed "$log" bash -c '"$1" -s --fail --parallel --parallel-max "$2" --output-dir "$4" -K "$3" && sync -f "$4"' \
             _ "$CURL" "$CONCURRENCY" "$T/curl.list" "$out" ;;
         big:aria2c)
             timed "$log" aria2c -x1 -s1 --file-allocation=none -q --show-console-readout=false \
@@ -426,13 +453,25 @@ if want p1; then
     rm -rf -- "$D/out" "$T/out" "$D/df" "$T/df"
 fi
 if want p2; then
+    # Each P2 run in a fresh folder, none deleted until the case ends, each in an inode group of its
+    # own (chattr +T: ext4's allocator spreads the folders made in this one, as it does those at the
+    # root): ext4 without a journal (this VM's disk) skips every inode freed in the last 60 s (360 s
+    # while its table block is dirty) when it allocates one (find_inode_bit, recently_deleted: a
+    # buffer-cache lookup each), so files deleted in the same group minutes before, by the run
+    # before or anything else, made each file a run created walk past them: curl's 5,000 files
+    # took 2.3-3 s instead of 0.3 s, dropfetch's two a job twice that.
+    P2_DIR=$D/p2
+    mkdir -p "$P2_DIR"
+    chattr +T "$P2_DIR" 2>/dev/null || say "P2: chattr +T $P2_DIR failed (not ext4?): its runs share inode groups"
     : > "$T/curl.list"; : > "$T/aria2.list"
     for name in "${SMALL_NAMES[@]}"; do
-        printf 'url = "%s/small/%s"\noutput = "%s/out/%s"\n' "$BASE" "$name" "$D" "$name" >> "$T/curl.list"
+        printf 'url = "%s/small/%s"\noutput = "%s"\n' "$BASE" "$name" "$name" >> "$T/curl.list"
         printf '%s/small/%s\n  out=%s\n' "$BASE" "$name" "$name" >> "$T/aria2.list"
     done
     transfer_case p2
-    rm -rf -- "$D/out" "$D/df"
+    # The floor under P2, in fresh folders like the runs.
+    measure_floor p2-floor "$P2_DIR/floor" "$BENCH_SMALL_COUNT" keep curl spool spoolsync
+    rm -rf -- "$P2_DIR"
 fi
 
 # script_run LABEL CMD...: runs a case script; its `Px key=value ...` line lands in LINE.
@@ -507,6 +546,8 @@ if want p6; then
         done
     done
     rm -rf -- "$T/p6"
+    # The floor under P6 on its tmpfs, where the file work is all CPU (its wall time).
+    measure_floor p6-floor "$T/p6-floor" "$BENCH_P6_JOBS" remove curl spool
 fi
 
 if want p7; then
@@ -576,6 +617,14 @@ if want p2; then
         "$(s "$cs") (+ sync)" "$(s "$a")" "$rc × curl + sync ($(ratio "$d" "$c") × curl), $ra × aria2c: $verdict"
     ro=$(ratio "$o" "$c")
     row P2 "  same, fsync off" "$(s "$o")" "≤ 1.3 × curl" "$(s "$c")" "$(s "$a")" "$ro × curl, $(ratio "$o" "$a") × aria2c: $(check "$ro" "<=" 1.3)"
+    fc=$(median "p2-floor|curl"); fs=$(median "p2-floor|spool"); fy=$(median "p2-floor|spoolsync")
+    if [[ -n $fc && -n $fs && -n $fy ]]; then
+        # curl's run plus what the contract's file work costs beyond curl's one file a job.
+        flo=$(awk -v c="$c" -v s="$fs" -v f="$fc" 'BEGIN { printf "%.3f", c + s - f }')
+        fon=$(awk -v c="$c" -v s="$fy" -v f="$fc" 'BEGIN { printf "%.3f", c + s - f }')
+        row P2 "  the spool contract's floor: curl + its file work a job (bench/protocol-floor.c: spool $fs s, synced in batches $fy s, curl's files $fc s)" \
+            "$(s "$flo") / $(s "$fon")" "-" "-" "-" "off: $(ratio "$flo" "$c") × curl; on: $(ratio "$fon" "$cs") × curl + sync"
+    fi
     st=$(maximum "p2|stall"); stms=""; [[ -n $st ]] && stms=$(awk -v x="$st" 'BEGIN { printf "%.1f", x * 1000 }')
     row P2 "  longest loop turn (dropfetch_loop_stall_seconds, max of runs)" "$(ms "$stms")" "< 10 ms" "-" "-" \
         "$([[ -n $stms ]] && check "$stms" "<" 10 || echo "not in this build's metrics")"
@@ -617,6 +666,12 @@ if want p6; then
     row P6 "${BENCH_P6_JOBS} jobs, one host, total 4 / per_host 2: CPU (wall $(median "p6|wall") s)" "$(s "$d")" \
         "≤ 2 × curl" "$(s "$c")" "$(s "$(median "p6|aria2c")")" \
         "$r6 × curl, $(ratio "$d" "$(median "p6|aria2c")") × aria2c: $(check "$r6" "<=" 2)"
+    fc=$(median "p6-floor|curl"); fs=$(median "p6-floor|spool")
+    if [[ -n $fc && -n $fs && -n $c ]]; then
+        flo=$(awk -v c="$c" -v s="$fs" -v f="$fc" 'BEGIN { printf "%.3f", c + s - f }')
+        row P6 "  the spool contract's floor: curl + its file work a job (bench/protocol-floor.c: spool $fs s, curl's files $fc s)" \
+            "$(s "$flo")" "-" "-" "-" "$(ratio "$flo" "$c") × curl"
+    fi
 fi
 
 if want p7; then

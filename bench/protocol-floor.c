@@ -1,0 +1,99 @@
+// The file-system work the spool contract (docs/spool.md) asks of each small job, timed alone, with no
+// download and no agent: the floor under any implementation of it, beside what curl does per file.
+// Usage: protocol-floor MODE DIR N (DIR: a folder to create; N jobs of 16 KiB). Prints one line:
+// `floor mode=MODE jobs=N seconds=S us_per_job=U`.
+//   curl       the output file created, written, closed: all curl does per file.
+//   spool      the finish protocol at its cheapest (folder descriptors, no checks): the job file
+//              read in the inbox and claimed by rename into work/; the .part created exclusively,
+//              written, renamed to its final name; the status written under a temp name, renamed
+//              into done/; the job file renamed beside it.
+//   spoolsync  the same with fsync: true, batched the cheapest way the order allows (16 jobs a
+//              batch, one syncfs(2) for each step of a batch, not an fsync a file): data synced
+//              before the parts are renamed, statuses synced before they are renamed, folders after.
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+enum { BATCH = 16 };
+static char data[16384], status[640], job[96];
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void check(int ok, const char *what) {
+    if (!ok) { perror(what); exit(1); }
+}
+
+static int folder(int at, const char *name) {
+    check(mkdirat(at, name, 0755) == 0, name);
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    check(fd >= 0, name);
+    return fd;
+}
+
+static void put(int at, const char *name, const char *bytes, size_t size, int fd_out[1]) {
+    int fd = openat(at, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    check(fd >= 0 && write(fd, bytes, size) == (ssize_t)size, name);
+    if (fd_out) *fd_out = fd; else close(fd);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) { fprintf(stderr, "usage: protocol-floor curl|spool|spoolsync DIR N\n"); return 2; }
+    const char *mode = argv[1];
+    int n = atoi(argv[3]), spool = strcmp(mode, "curl") != 0, durable = strcmp(mode, "spoolsync") == 0;
+    int root = folder(AT_FDCWD, argv[2]);
+    int inbox = folder(root, "inbox"), work = folder(root, "work"), done = folder(root, "done"), out = folder(root, "out");
+    memset(data, 'x', sizeof data);
+    memset(status, 's', sizeof status);
+    char name[64], part[64], temp[64], final[64], record[64];
+    for (int i = 0; spool && i < n; i++) {
+        snprintf(name, sizeof name, "j%d.url", i);
+        put(inbox, name, job, (size_t)snprintf(job, sizeof job, "http://127.0.0.1/small/f%d.bin\n  out=f%d.bin\n", i, i), NULL);
+    }
+    syncfs(root);
+    double start = now();
+    for (int first = 0; first < n; first += BATCH) {
+        int last = first + BATCH < n ? first + BATCH : n, parts[BATCH];
+        for (int i = first; i < last; i++) {
+            snprintf(final, sizeof final, "f%d.bin", i);
+            if (!spool) { put(out, final, data, sizeof data, NULL); continue; }
+            snprintf(name, sizeof name, "j%d.url", i);
+            snprintf(part, sizeof part, ".f%d.bin.part", i);
+            int fd = openat(inbox, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            check(fd >= 0 && read(fd, job, sizeof job) > 0, name);
+            close(fd);
+            check(renameat2(inbox, name, work, name, RENAME_NOREPLACE) == 0, "claim");
+            put(out, part, data, sizeof data, &parts[i - first]);
+        }
+        if (!spool) continue;
+        if (durable) syncfs(root);
+        for (int i = first; i < last; i++) {
+            snprintf(part, sizeof part, ".f%d.bin.part", i);
+            snprintf(final, sizeof final, "f%d.bin", i);
+            snprintf(temp, sizeof temp, ".j%d.status.json.tmp", i);
+            check(renameat2(out, part, out, final, RENAME_NOREPLACE) == 0, "publish");
+            close(parts[i - first]);
+            put(work, temp, status, sizeof status, NULL);
+        }
+        if (durable) syncfs(root);
+        for (int i = first; i < last; i++) {
+            snprintf(name, sizeof name, "j%d.url", i);
+            snprintf(temp, sizeof temp, ".j%d.status.json.tmp", i);
+            snprintf(record, sizeof record, "j%d.status.json", i);
+            check(renameat2(work, temp, done, record, RENAME_NOREPLACE) == 0, "status");
+            check(renameat2(work, name, done, name, RENAME_NOREPLACE) == 0, "file");
+        }
+        if (durable) syncfs(root);
+    }
+    double seconds = now() - start;
+    printf("floor mode=%s jobs=%d seconds=%.3f us_per_job=%.1f\n", mode, n, seconds, seconds / n * 1e6);
+    return 0;
+}
