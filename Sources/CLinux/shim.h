@@ -30,6 +30,19 @@ static inline int dfl_start_writeback(int fd, long long offset, long long length
     return (int)syscall(SYS_sync_file_range, fd, offset, length, 2u /* SYNC_FILE_RANGE_WRITE */);
 }
 
+/// syncfs(2): the whole file system of `fd` written back and committed (glibc declares it only
+/// under _GNU_SOURCE).
+static inline int dfl_syncfs(int fd) {
+    return (int)syscall(SYS_syncfs, fd);
+}
+
+/// sync_file_range(2) with SYNC_FILE_RANGE_WAIT_BEFORE | WRITE | WAIT_AFTER over the whole file:
+/// after a syncfs, nothing is left to write, and the call reports the file's own writeback errors
+/// since this descriptor last looked (file_fdatawait_range, errseq), without a journal commit.
+static inline int dfl_wait_writeback(int fd) {
+    return (int)syscall(SYS_sync_file_range, fd, 0LL, 0LL, 7u);
+}
+
 #include <sys/resource.h>
 
 /// setpriority(2) of the calling thread alone (Linux keeps a nice value per thread).

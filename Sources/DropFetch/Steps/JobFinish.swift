@@ -80,6 +80,12 @@ final class JobFinish: WorkerTask {
         return nil
     }
 
+    /// Each folder once, by device and inode, in order.
+    fileprivate static func distinct(_ folders: [DirectoryHandle]) -> [DirectoryHandle] {
+        var seen = Set<[UInt64]>()
+        return folders.filter { seen.insert([$0.device, $0.inode]).inserted }
+    }
+
     struct Request: WorkerRequest {
         fileprivate(set) var items: [Item]
         let durable: Bool
@@ -92,8 +98,15 @@ final class JobFinish: WorkerTask {
 
         func perform() -> Answer {
             var answer = Answer(endings: Array(repeating: JobFinish.unfinished, count: items.count))
-            // Every part's writeback under way before the first fsync waits, so the batch's writes overlap.
-            if durable { for item in items { item.part?.data.startWriteback() } }
+            // Every part's data durable before any is renamed: its writeback started for all, then
+            // synced together where one syncfs can stand for their fsyncs (FileSystemSync).
+            var dataErrors = [SystemError?](repeating: nil, count: items.count)
+            if durable {
+                let parts = items.indices.filter { items[$0].part != nil }
+                for position in parts { items[position].part!.data.startWriteback() }
+                let errors = FileSystemSync.sync(parts.map { items[$0].part!.data })
+                for (offset, position) in parts.enumerated() { dataErrors[position] = errors[offset] }
+            }
             // For each item: nil when its part could not be published, else the name (nil without a part).
             var names = [String??](repeating: nil, count: items.count)
             for position in items.indices {
@@ -105,13 +118,11 @@ final class JobFinish: WorkerTask {
                     names[position] = .some(nil)
                     continue
                 }
-                switch publish(items[position].part!) {
+                switch publish(items[position].part!, dataError: dataErrors[position]) {
                 case .success(let name): names[position] = name
                 case .failure(let failure): answer.endings[position] = .notPublished(failure)
                 }
             }
-            // The folder lists are made only when they are synced: without fsync they cost allocations only.
-            if durable { syncFolders(items.indices.compactMap { names[$0] != nil ? items[$0].part?.publication.part.folder : nil }, &answer) }
             // In item order. A filing whose part was published files a copy of its record naming the part.
             var written: [(position: Int, record: StatusRecord, file: FileDescriptor)] = []
             for position in items.indices where names[position] != nil {
@@ -134,17 +145,24 @@ final class JobFinish: WorkerTask {
                     answer.endings[position] = .filingFailed(name: name, record: record, error)
                 }
             }
-            // The staged records synced once all their writes are under way.
+            // The staged records synced once all their writes are under way, with the folders the
+            // parts were published in, together where they can be: both before any job is filed.
+            var statusErrors: [SystemError?] = []
+            if durable {
+                let folders = JobFinish.distinct(items.indices.compactMap { names[$0] != nil ? items[$0].part?.publication.part.folder : nil })
+                let errors = FileSystemSync.sync(written.map { .file($0.file) } + folders.map(FileSystemSync.Target.folder))
+                statusErrors = Array(errors.prefix(written.count))
+                answer.unsynced += errors.dropFirst(written.count).compactMap { $0 }
+            }
             var staged: [(position: Int, record: StatusRecord)] = []
             staged.reserveCapacity(written.count)
-            for (position, record, file) in written {
-                do {
-                    if durable { try file.sync() }
-                    staged.append((position, record))
-                } catch {
+            for (offset, (position, record, _)) in written.enumerated() {
+                if durable, let error = statusErrors[offset] {
                     try? FileSystem.removeIfPresent(items[position].filing!.temp)
                     answer.endings[position] = .filingFailed(name: names[position]!, record: record, error)
+                    continue
                 }
+                staged.append((position, record))
             }
             // Their descriptors closed before the filings (a batch may hold hundreds).
             written.removeAll()
@@ -169,15 +187,10 @@ final class JobFinish: WorkerTask {
             return answer
         }
 
-        /// The part's data made durable, then renamed under `on_conflict`: the name chosen.
-        private func publish(_ part: Part) -> Result<String, Failure> {
-            if durable {
-                do {
-                    _ = try retryingEINTR("fsync", part.data.path) { fsync(part.data.rawValue) }
-                } catch {
-                    return .failure(Failure(PartPublication.kind(of: error), error.description))
-                }
-            }
+        /// The part, whose data was made durable (or failed to be: `dataError`), renamed under
+        /// `on_conflict`: the name chosen.
+        private func publish(_ part: Part, dataError: SystemError?) -> Result<String, Failure> {
+            if let dataError { return .failure(Failure(PartPublication.kind(of: dataError), dataError.description)) }
             crashPlan?.reach(.dataComplete)
             switch part.publication.perform() {
             case .published(let name): return .success(name)
@@ -185,16 +198,10 @@ final class JobFinish: WorkerTask {
             }
         }
 
-        /// fsync(2) of each folder once (by device and inode); asked for only when the spool is durable.
+        /// Each folder synced once (by device and inode), together where they can be; asked for
+        /// only when the spool is durable.
         private func syncFolders(_ folders: [DirectoryHandle], _ answer: inout Answer) {
-            var seen = Set<[UInt64]>()
-            for folder in folders where seen.insert([folder.device, folder.inode]).inserted {
-                do {
-                    _ = try retryingEINTR("fsync", folder.path) { fsync(folder.descriptor) }
-                } catch {
-                    answer.unsynced.append(error)
-                }
-            }
+            answer.unsynced += FileSystemSync.sync(JobFinish.distinct(folders).map(FileSystemSync.Target.folder)).compactMap { $0 }
         }
     }
 }
