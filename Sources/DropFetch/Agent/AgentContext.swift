@@ -69,12 +69,13 @@ final class AgentContext {
             logger.warning("fsyncs run on the event loop: the sync worker cannot be used: \(error)")
         }
         // At the loop's priority: a new transfer waits for it, where the others may be left behind.
-        // With `fsync: false` no claim or finish waits on a disk: both run on the loop, as curl
-        // writes its files, without the two hand-offs a worker costs each job.
+        // With `fsync: false` no claim waits on a disk: claims run on the loop, as curl writes its
+        // files, without the two hand-offs a worker costs each job. Finishes go to their worker
+        // whatever `fsync` says; without it, a batch of few ends runs on the loop (FinishBatch).
         startSteps = GroupCommit(durable: true, nice: 0, inline: !config.fsync) { error in
             logger.warning("claims run on the event loop: their worker cannot be used: \(error)")
         }
-        finishSteps = GroupCommit(durable: true, inline: !config.fsync) { error in
+        finishSteps = GroupCommit(durable: true) { error in
             logger.warning("filings run on the event loop: their worker cannot be used: \(error)")
         }
         workers = [groupCommit, startSteps, finishSteps]

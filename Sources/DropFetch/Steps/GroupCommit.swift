@@ -208,6 +208,15 @@ final class GroupCommit {
         }
     }
 
+    /// Runs `task` on the caller's thread at once, as `sync` does without a worker, and `then` with
+    /// its error: for work too small to be worth the worker's two hand-offs. Only while nothing is
+    /// gathered, in flight or ready (`isIdle`), so that it cannot pass a step asked for before it.
+    func performHere(_ task: any WorkerTask, then: Completion) {
+        precondition(isIdle, "work done here would pass the steps waiting for the worker")
+        syncs += 1
+        then(Target.task(task).performInline(durable: durable, fence: fence))
+    }
+
     /// Sends what was gathered when no batch is in flight; called once at the end of each loop turn.
     func flush() {
         // Inline, a batch's waiters are all served in the turn that asked: its files close now.

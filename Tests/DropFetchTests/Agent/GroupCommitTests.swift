@@ -98,6 +98,27 @@ struct GroupCommitTests {
         #expect(failure?.code == EEXIST)
     }
 
+    @Test("with a worker, a task done here runs before performHere returns and sends no batch; one asked for after goes to the worker")
+    func performHereRunsInPlace() throws {
+        let (_, _, path) = try Self.files(0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        #expect(commit.descriptor != nil && !commit.performsInline)
+        let here = CreateFile(path + "/here")
+        var error: SystemError?? = .none
+        commit.performHere(here) { error = $0 }
+        #expect(error == .some(nil), "the step did not run in place")
+        #expect(here.answers == [0] && FileManager.default.fileExists(atPath: path + "/here"))
+        #expect(commit.batches == 0 && commit.isIdle)
+        let there = CreateFile(path + "/there")
+        var ran = false
+        commit.sync([.task(there)]) { _ in ran = true }
+        #expect(!ran && !commit.isIdle, "a sync waits for the worker")
+        commit.flush()
+        try Self.collect(commit)
+        #expect(ran && commit.batches == 1 && FileManager.default.fileExists(atPath: path + "/there"))
+    }
+
     @Test("requests of one turn form one batch; a folder shared by two steps is synced once; steps wait for the batch")
     func oneBatchPerTurn() throws {
         let (folder, files, path) = try Self.files(3)
