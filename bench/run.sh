@@ -164,9 +164,9 @@ case $DISK_FS in
 esac
 need_d=64
 want p1 && need_d=$(( need_d + BENCH_BIG_MB ))
-# P2 keeps every run's files until the case ends (see P2_DIR): five tools, warm-up and measured
-# runs, and three floor runs of three modes.
-want p2 && need_d=$(( need_d + (5 * (BENCH_WARMUP + BENCH_REPEAT) + 9) * BENCH_SMALL_COUNT * (SMALL_KIB + 12) / 1024 ))
+# P2 keeps every run's files until the bench ends (see P2_DIR): five tools, warm-up and measured
+# runs, and the floor's three modes.
+want p2 && need_d=$(( need_d + (5 * (BENCH_WARMUP + BENCH_REPEAT) + 3 * BENCH_REPEAT) * BENCH_SMALL_COUNT * (SMALL_KIB + 12) / 1024 ))
 want p3 && need_d=$(( need_d + BENCH_P3_LOAD * (SMALL_KIB + 8) / 1024 ))
 want p7 && need_d=$(( need_d + BENCH_P7_MB ))
 avail_d=$(( $(df -P -k -- "$D" | awk 'NR == 2 { print $4 }') / 1024 ))
@@ -296,21 +296,33 @@ timed() {
     ELAPSED=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 }
 
+# curl_list OUT: $T/curl.list, curl's config for the small files, each written into OUT.
+curl_list() {
+    local name
+    for name in "${SMALL_NAMES[@]}"; do
+        printf 'url = "%s/small/%s"\noutput = "%s/%s"\n' "$BASE" "$name" "$1" "$name"
+    done > "$T/curl.list"
+}
+
 # measure_floor KEY DIR JOBS keep|remove MODE...: the file work the spool contract asks of each job,
 # alone (no download, no agent), beside curl's one file a job (bench/protocol-floor.c), BENCH_REPEAT
 # times in fresh folders DIR-MODE-RUN, each removed after its run or kept for the caller to remove;
 # each run's seconds are added as KEY|MODE. Skipped without a C compiler.
 measure_floor() {
     local key=$1 dir=$2 jobs=$3 keep=$4 r mode line; shift 4
-    if [[ ! -x $T/protocol-floor ]]; then
+    local floor=$ROOT/bench/out/protocol-floor
+    if [[ ! -x $floor || $floor -ot $ROOT/bench/protocol-floor.c ]]; then
         local cc
         cc=$(command -v "${CC:-cc}" || command -v gcc || command -v clang) ||
             { say "no C compiler (cc, gcc, clang): the spool contract's floor is not measured"; return 0; }
-        "$cc" -O2 -o "$T/protocol-floor" "$ROOT/bench/protocol-floor.c"
+        mkdir -p "$ROOT/bench/out"
+        "$cc" -O2 -o "$floor" "$ROOT/bench/protocol-floor.c" ||
+            { say "bench/protocol-floor.c did not compile: the spool contract's floor is not measured"; return 0; }
     fi
     for (( r = 1; r <= BENCH_REPEAT; r++ )); do
         for mode in "$@"; do
-            line=$("$T/protocol-floor" "$mode" "$dir-$mode-$r" "$jobs")
+            line=$("$floor" "$mode" "$dir-$mode-$r" "$jobs") ||
+                { say "protocol-floor $mode failed: the spool contract's floor is not measured"; return 0; }
             add "$key|$mode" "$(field "$line" seconds)"
             [[ $keep == keep ]] || rm -rf -- "$dir-$mode-$r"
         done
@@ -392,10 +404,10 @@ run_transfer() {
     sync
     case "$scenario:$tool" in
         big:curl) timed "$log" "$CURL" -s --fail -o "$out/big.bin" "$BASE/big.bin" ;;
-        small:curl) timed "$log" "$CURL" -s --fail --parallel --parallel-max "$CONCURRENCY" --output-dir "$out" -K "$T/curl.list" ;;
+        small:curl) curl_list "$out"; timed "$log" "$CURL" -s --fail --parallel --parallel-max "$CONCURRENCY" -K "$T/curl.list" ;;
         # What dropfetch's fsync promises, for curl: its files synced after it (syncfs(2) of their
         # file system, timed with the transfers).
-        small:"curl + sync") timed "$log" bash -c '"$1" -s --fail --parallel --parallel-max "$2" --output-dir "$4" -K "$3" && sync -f "$4"' \
+        small:"curl + sync") curl_list "$out"; timed "$log" bash -c '"$1" -s --fail --parallel --parallel-max "$2" -K "$3" && sync -f "$4"' \
             _ "$CURL" "$CONCURRENCY" "$T/curl.list" "$out" ;;
         big:aria2c)
             timed "$log" aria2c -x1 -s1 --file-allocation=none -q --show-console-readout=false \
@@ -463,15 +475,14 @@ if want p2; then
     P2_DIR=$D/p2
     mkdir -p "$P2_DIR"
     chattr +T "$P2_DIR" 2>/dev/null || say "P2: chattr +T $P2_DIR failed (not ext4?): its runs share inode groups"
-    : > "$T/curl.list"; : > "$T/aria2.list"
+    : > "$T/aria2.list"
     for name in "${SMALL_NAMES[@]}"; do
-        printf 'url = "%s/small/%s"\noutput = "%s"\n' "$BASE" "$name" "$name" >> "$T/curl.list"
         printf '%s/small/%s\n  out=%s\n' "$BASE" "$name" "$name" >> "$T/aria2.list"
     done
     transfer_case p2
-    # The floor under P2, in fresh folders like the runs.
+    # The floor under P2, in fresh folders like the runs. Nothing of P2 is deleted before the bench
+    # ends: the cases after it would walk past its freed inodes.
     measure_floor p2-floor "$P2_DIR/floor" "$BENCH_SMALL_COUNT" keep curl spool spoolsync
-    rm -rf -- "$P2_DIR"
 fi
 
 # script_run LABEL CMD...: runs a case script; its `Px key=value ...` line lands in LINE.

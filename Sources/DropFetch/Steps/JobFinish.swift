@@ -104,7 +104,7 @@ final class JobFinish: WorkerTask {
             if durable {
                 let parts = items.indices.filter { items[$0].part != nil }
                 for position in parts { items[position].part!.data.startWriteback() }
-                let errors = FileSystemSync.sync(parts.map { items[$0].part!.data })
+                let errors = FileSystemSync.sync(parts.map { items[$0].part!.data }).errors
                 for (offset, position) in parts.enumerated() { dataErrors[position] = errors[offset] }
             }
             // For each item: nil when its part could not be published, else the name (nil without a part).
@@ -150,7 +150,7 @@ final class JobFinish: WorkerTask {
             var statusErrors: [SystemError?] = []
             if durable {
                 let folders = JobFinish.distinct(items.indices.compactMap { names[$0] != nil ? items[$0].part?.publication.part.folder : nil })
-                let errors = FileSystemSync.sync(written.map { .file($0.file) } + folders.map(FileSystemSync.Target.folder))
+                let errors = FileSystemSync.sync(written.map { .file($0.file) } + folders.map(FileSystemSync.Target.folder)).errors
                 statusErrors = Array(errors.prefix(written.count))
                 answer.unsynced += errors.dropFirst(written.count).compactMap { $0 }
             }
@@ -201,7 +201,7 @@ final class JobFinish: WorkerTask {
         /// Each folder synced once (by device and inode), together where they can be; asked for
         /// only when the spool is durable.
         private func syncFolders(_ folders: [DirectoryHandle], _ answer: inout Answer) {
-            answer.unsynced += FileSystemSync.sync(JobFinish.distinct(folders).map(FileSystemSync.Target.folder)).compactMap { $0 }
+            answer.unsynced += FileSystemSync.sync(JobFinish.distinct(folders).map(FileSystemSync.Target.folder)).errors.compactMap { $0 }
         }
     }
 }

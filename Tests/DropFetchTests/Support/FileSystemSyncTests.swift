@@ -34,13 +34,13 @@ struct FileSystemSyncTests {
         return best.type
     }
 
-    @Test("one syncfs stands for the fsyncs only on local block file systems (ext4, XFS, btrfs, F2FS), never on tmpfs or /proc")
+    @Test("one syncfs stands for the fsyncs only on local block file systems (ext4, XFS, btrfs), never on tmpfs or /proc")
     func batchableFileSystems() throws {
         let folder = try makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let handle = try DirectoryHandle.openRoot(folder, create: false)
         let type = try mountType(of: folder)
-        let local = ["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs"].contains(type)
+        let local = ["ext2", "ext3", "ext4", "xfs", "btrfs"].contains(type)
         #expect(FileSystemSync.isBatchable(handle.descriptor) == (local && FileSystemSync.reportsErrors), "\(folder) is on \(type)")
         if FileManager.default.fileExists(atPath: "/dev/shm"), try mountType(of: "/dev/shm") == "tmpfs" {
             let shm = try DirectoryHandle.openRoot("/dev/shm", create: false)
@@ -50,12 +50,23 @@ struct FileSystemSyncTests {
         #expect(!FileSystemSync.isBatchable(proc.descriptor))
     }
 
-    @Test("files and their folder synced together all succeed, and keep what was written")
+    @Test("the kernel releases whose syncfs reports every error: 5.17 and later")
+    func kernelReleases() {
+        for (release, expected) in [("5.17.0", true), ("6.1.0-18-amd64", true), ("10.0", true), ("5.16.20", false),
+                                    ("5.8.0", false), ("4.19.0-26-amd64", false), ("6", false), ("", false), ("x.y", false)] {
+            #expect(FileSystemSync.isAtLeast(release: release, 5, 17) == expected, "\(release)")
+        }
+    }
+
+    @Test("files and their folder synced together all succeed with one syncfs where the file system allows it, and keep what was written")
     func filesAndFolderTogether() throws {
         let folder = try makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
+        let handle = try DirectoryHandle.openRoot(folder, create: false)
         let files = try (0..<5).map { try write("f\($0)", "bytes of \($0)\n", in: folder) }
-        let errors = FileSystemSync.sync(files.map { .file($0) } + [.folder(try DirectoryHandle.openRoot(folder, create: false))])
+        let outcome = FileSystemSync.sync(files.map { .file($0) } + [.folder(handle)])
+        #expect(outcome.fileSystemSyncs == (FileSystemSync.isBatchable(handle.descriptor) ? 1 : 0))
+        let errors = outcome.errors
         #expect(errors.count == 6)
         #expect(errors.allSatisfy { $0 == nil }, "\(errors)")
         for index in 0..<5 {
@@ -71,7 +82,7 @@ struct FileSystemSyncTests {
         // An O_PATH descriptor: fstat(2) works, so it joins the batch, but fsync(2) and syncfs(2) refuse it (EBADF).
         let pathOnly = try FileDescriptor.open(folder + "/g0", flags: 0o10000000 /* O_PATH, only under _GNU_SOURCE */)
         for batch in [[pathOnly] + good, good + [pathOnly]] {
-            let errors = FileSystemSync.sync(batch)
+            let errors = FileSystemSync.sync(batch).errors
             let bad = batch.firstIndex { $0 === pathOnly }!
             #expect(errors[bad]?.code == EBADF, "\(errors)")
             #expect(errors.indices.filter { $0 != bad }.allSatisfy { errors[$0] == nil }, "\(errors)")
