@@ -22,6 +22,17 @@
 enum { BATCH = 16 };
 static char data[16384], status[640], job[96];
 
+/// The names one job's files go by.
+struct names { char job[32], part[32], final[32], temp[40], record[40]; };
+
+static void name_job(int i, struct names *n) {
+    snprintf(n->job, sizeof n->job, "j%d.url", i);
+    snprintf(n->part, sizeof n->part, ".f%d.bin.part", i);
+    snprintf(n->final, sizeof n->final, "f%d.bin", i);
+    snprintf(n->temp, sizeof n->temp, ".j%d.status.json.tmp", i);
+    snprintf(n->record, sizeof n->record, "j%d.status.json", i);
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -53,43 +64,37 @@ int main(int argc, char **argv) {
     int inbox = folder(root, "inbox"), work = folder(root, "work"), done = folder(root, "done"), out = folder(root, "out");
     memset(data, 'x', sizeof data);
     memset(status, 's', sizeof status);
-    char name[64], part[64], temp[64], final[64], record[64];
+    struct names names;
     for (int i = 0; spool && i < n; i++) {
-        snprintf(name, sizeof name, "j%d.url", i);
-        put(inbox, name, job, (size_t)snprintf(job, sizeof job, "http://127.0.0.1/small/f%d.bin\n  out=f%d.bin\n", i, i), NULL);
+        name_job(i, &names);
+        put(inbox, names.job, job, (size_t)snprintf(job, sizeof job, "http://127.0.0.1/small/f%d.bin\n  out=f%d.bin\n", i, i), NULL);
     }
     syncfs(root);
     double start = now();
     for (int first = 0; first < n; first += BATCH) {
         int last = first + BATCH < n ? first + BATCH : n, parts[BATCH];
         for (int i = first; i < last; i++) {
-            snprintf(final, sizeof final, "f%d.bin", i);
-            if (!spool) { put(out, final, data, sizeof data, NULL); continue; }
-            snprintf(name, sizeof name, "j%d.url", i);
-            snprintf(part, sizeof part, ".f%d.bin.part", i);
-            int fd = openat(inbox, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-            check(fd >= 0 && read(fd, job, sizeof job) > 0, name);
+            name_job(i, &names);
+            if (!spool) { put(out, names.final, data, sizeof data, NULL); continue; }
+            int fd = openat(inbox, names.job, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            check(fd >= 0 && read(fd, job, sizeof job) > 0, names.job);
             close(fd);
-            check(renameat2(inbox, name, work, name, RENAME_NOREPLACE) == 0, "claim");
-            put(out, part, data, sizeof data, &parts[i - first]);
+            check(renameat2(inbox, names.job, work, names.job, RENAME_NOREPLACE) == 0, "claim");
+            put(out, names.part, data, sizeof data, &parts[i - first]);
         }
         if (!spool) continue;
         if (durable) syncfs(root);
         for (int i = first; i < last; i++) {
-            snprintf(part, sizeof part, ".f%d.bin.part", i);
-            snprintf(final, sizeof final, "f%d.bin", i);
-            snprintf(temp, sizeof temp, ".j%d.status.json.tmp", i);
-            check(renameat2(out, part, out, final, RENAME_NOREPLACE) == 0, "publish");
+            name_job(i, &names);
+            check(renameat2(out, names.part, out, names.final, RENAME_NOREPLACE) == 0, "publish");
             close(parts[i - first]);
-            put(work, temp, status, sizeof status, NULL);
+            put(work, names.temp, status, sizeof status, NULL);
         }
         if (durable) syncfs(root);
         for (int i = first; i < last; i++) {
-            snprintf(name, sizeof name, "j%d.url", i);
-            snprintf(temp, sizeof temp, ".j%d.status.json.tmp", i);
-            snprintf(record, sizeof record, "j%d.status.json", i);
-            check(renameat2(work, temp, done, record, RENAME_NOREPLACE) == 0, "status");
-            check(renameat2(work, name, done, name, RENAME_NOREPLACE) == 0, "file");
+            name_job(i, &names);
+            check(renameat2(work, names.temp, done, names.record, RENAME_NOREPLACE) == 0, "status");
+            check(renameat2(work, names.job, done, names.job, RENAME_NOREPLACE) == 0, "file");
         }
         if (durable) syncfs(root);
     }
