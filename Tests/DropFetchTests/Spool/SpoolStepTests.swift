@@ -1,5 +1,6 @@
 @testable import DropFetch
 import Foundation
+import Glibc
 import Testing
 
 /// The claim and the filing moves as the worker runs them (`JobClaim`, `JobFinish` with no part to publish): what they
@@ -213,6 +214,49 @@ struct SpoolStepTests {
         #expect(second.job == "b.url")
         let done = try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
         #expect(done == ["a.status.json", "a.url", "b.status.json", "b.url"])
+    }
+
+    @Test("a durable finish batch: a part whose data cannot be synced is not published and its job stays claimed; the others are published and filed")
+    func durableBatchWithAFailedSync() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let destination = try DirectoryHandle.openRoot(root + "/dest", create: true)
+        let out = try destination.descend("out", create: true)
+        var items: [JobFinish.Item] = []
+        for job in ["a", "b", "c"] {
+            try drop(job + ".url", in: root)
+            let name = try #require(try spool.claim(.init(relativePath: job + ".url", modified: 0)))
+            let part = "." + job + ".bin.part"
+            let written = try out.open(part, flags: O_RDWR | O_CREAT | O_EXCL)
+            try written.write(Array("bytes of \(job)\n".utf8))
+            // b's descriptor is O_PATH: fsync(2), syncfs(2) and sync_file_range(2) refuse it (EBADF), as a failing disk would.
+            let data = job == "b" ? try out.open(part, flags: 0o10000000 /* O_PATH */) : written
+            let publication = PartPublication.Request(part: .init(folder: out, name: part, finalName: job + ".bin"), target: job + ".bin",
+                                                      root: destination, onConflict: .overwrite, published: .init())
+            let filing = SpoolFiling(record(job + ".url"), as: .done, from: spool.work + "/" + name, claim: 0, in: spool,
+                                     publishedRecords: [], filedAt: FilingJournal.now())
+            items.append(JobFinish.Item(part: .init(data: data, publication: publication, index: 0), filing: filing,
+                                        spoolFolders: try spool.filedFolders(.done, from: spool.work + "/" + name)))
+        }
+        let finish = JobFinish(items, durable: true, crashPlan: nil)
+        #expect(finish.perform() == nil)
+        for position in [0, 2] {
+            guard case .filed(let name?, _, _) = finish.endings[position] else {
+                Issue.record("item \(position) not filed: \(finish.endings[position])")
+                continue
+            }
+            #expect(name == ["a", "b", "c"][position] + ".bin")
+        }
+        guard case .notPublished(let failure) = finish.endings[1] else {
+            Issue.record("b was published: \(finish.endings[1])")
+            return
+        }
+        #expect(failure.description.contains("Bad file descriptor"), "\(failure)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).sorted() == [".b.bin.part", "a.bin", "c.bin"])
+        #expect(try String(contentsOfFile: out.path + "/c.bin", encoding: .utf8) == "bytes of c\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
+                == ["a.status.json", "a.url", "c.status.json", "c.url"])
+        #expect(FileSystem.exists(spool.work + "/b.url"))
     }
 
     @Test("a job file replaced under its name after the claim is not filed: the filing ends as left and removes its status")
