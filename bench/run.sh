@@ -296,6 +296,10 @@ timed() {
     ELAPSED=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 }
 
+# contract_floor CURL SPOOL CURL_FILES: curl's run plus what the contract's file work costs beyond
+# curl's one file a job (protocol-floor's spool mode minus its curl mode), in seconds.
+contract_floor() { awk -v c="$1" -v s="$2" -v f="$3" 'BEGIN { printf "%.3f", c + s - f }'; }
+
 # curl_list OUT: $T/curl.list, curl's config for the small files, each written into OUT.
 curl_list() {
     local name
@@ -465,7 +469,7 @@ if want p1; then
     rm -rf -- "$D/out" "$T/out" "$D/df" "$T/df"
 fi
 if want p2; then
-    # Each P2 run in a fresh folder, none deleted until the case ends, each in an inode group of its
+    # Each P2 run in a fresh folder, none deleted until the bench ends, each in an inode group of its
     # own (chattr +T: ext4's allocator spreads the folders made in this one, as it does those at the
     # root): ext4 without a journal (this VM's disk) skips every inode freed in the last 60 s (360 s
     # while its table block is dirty) when it allocates one (find_inode_bit, recently_deleted: a
@@ -632,9 +636,7 @@ if want p2; then
     row P2 "  same, fsync off" "$(s "$o")" "≤ 1.3 × curl" "$(s "$c")" "$(s "$a")" "$ro × curl, $(ratio "$o" "$a") × aria2c: $(check "$ro" "<=" 1.3)"
     fc=$(median "p2-floor|curl"); fs=$(median "p2-floor|spool"); fy=$(median "p2-floor|spoolsync")
     if [[ -n $fc && -n $fs && -n $fy ]]; then
-        # curl's run plus what the contract's file work costs beyond curl's one file a job.
-        flo=$(awk -v c="$c" -v s="$fs" -v f="$fc" 'BEGIN { printf "%.3f", c + s - f }')
-        fon=$(awk -v c="$c" -v s="$fy" -v f="$fc" 'BEGIN { printf "%.3f", c + s - f }')
+        flo=$(contract_floor "$c" "$fs" "$fc"); fon=$(contract_floor "$c" "$fy" "$fc")
         row P2 "  the spool contract's floor: curl + its file work a job (bench/protocol-floor.c: spool $fs s, synced in batches $fy s, curl's files $fc s)" \
             "$(s "$flo") / $(s "$fon")" "-" "-" "-" "off: $(ratio "$flo" "$c") × curl; on: $(ratio "$fon" "$cs") × curl + sync"
     fi
@@ -681,7 +683,7 @@ if want p6; then
         "$r6 × curl, $(ratio "$d" "$(median "p6|aria2c")") × aria2c: $(check "$r6" "<=" 2)"
     fc=$(median "p6-floor|curl"); fs=$(median "p6-floor|spool")
     if [[ -n $fc && -n $fs && -n $c ]]; then
-        flo=$(awk -v c="$c" -v s="$fs" -v f="$fc" 'BEGIN { printf "%.3f", c + s - f }')
+        flo=$(contract_floor "$c" "$fs" "$fc")
         row P6 "  the spool contract's floor: curl + its file work a job (bench/protocol-floor.c: spool $fs s, curl's files $fc s)" \
             "$(s "$flo")" "-" "-" "-" "$(ratio "$flo" "$c") × curl"
     fi

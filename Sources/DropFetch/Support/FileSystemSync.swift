@@ -6,20 +6,19 @@ import Glibc
 /// or btrfs syncfs writes back every dirty file and commits the journal (or flushes the disk's
 /// cache) once for the batch, where each fsync of a batch made its own commit or flush. On ext4
 /// without a journal one fsync follows it, so that a disk cache flush comes after the block device
-/// writes syncfs ends with (its flush comes before them). Each target's own writeback errors are then read
-/// through its descriptor (sync_file_range(2) waiting, which reports them as fsync does), so that an
-/// error another batch's syncfs took first is not missed, and the syncfs goes through a descriptor
-/// kept open per file system since its first batch, which sees every error since then. Only from
+/// writes syncfs ends with (its flush comes before them). Each target's own writeback errors are
+/// then read through its descriptor (sync_file_range(2) waiting, which reports them as fsync does),
+/// so that an error another batch's syncfs took first is not missed, and the syncfs goes through a
+/// descriptor kept open per file system since its first batch, which sees every error since. Only from
 /// Linux 5.17, the first whose syncfs reports a failed journal or log commit; elsewhere (NFS, FUSE
 /// such as GlusterFS, whose syncfs does not reach the servers' disks, tmpfs, F2FS, older kernels),
 /// and for a target alone on its file system, each keeps its own fsync.
 enum FileSystemSync {
-    /// statfs(2) `f_type` of the file systems whose syncfs covers their files' fsyncs (linux/magic.h).
-    private static let blockFileSystems: Set<UInt64> = [
-        0xEF53,        // EXT4_SUPER_MAGIC (ext2, ext3, ext4)
-        0x5846_5342,   // XFS_SUPER_MAGIC
-        0x9123_683E,   // BTRFS_SUPER_MAGIC
-    ]
+    /// statfs(2) `f_type` of ext2, ext3 and ext4 (EXT4_SUPER_MAGIC, linux/magic.h).
+    private static let ext4: UInt64 = 0xEF53
+    /// `f_type` of the file systems whose syncfs covers their files' fsyncs: ext4, XFS_SUPER_MAGIC,
+    /// BTRFS_SUPER_MAGIC.
+    private static let blockFileSystems: Set<UInt64> = [ext4, 0x5846_5342, 0x9123_683E]
 
     /// Whether this kernel's syncfs reports every error an fsync would (Linux 5.17, uname(2)):
     /// 5.8 made it report writeback errors, 5.17 the file system's own sync_fs errors.
@@ -44,9 +43,13 @@ enum FileSystemSync {
     /// Whether one syncfs of the file system of `descriptor` may stand for the fsyncs of its files
     /// (fstatfs(2)).
     static func isBatchable(_ descriptor: Int32) -> Bool {
-        guard reportsErrors else { return false }
+        reportsErrors && fileSystemType(descriptor).map(blockFileSystems.contains) == true
+    }
+
+    /// The statfs(2) `f_type` of the file system of `descriptor` (fstatfs(2)).
+    private static func fileSystemType(_ descriptor: Int32) -> UInt64? {
         var info = statfs()
-        return fstatfs(descriptor, &info) == 0 && blockFileSystems.contains(UInt64(truncatingIfNeeded: info.f_type))
+        return fstatfs(descriptor, &info) == 0 ? UInt64(truncatingIfNeeded: info.f_type) : nil
     }
 
     /// A file (data and metadata) or a folder (its names) to make durable.
@@ -94,15 +97,15 @@ enum FileSystemSync {
     /// By device.
     private static let syncPaths = Locked<[UInt64: SyncPath]>([:])
 
+    /// How the file system on `device`, which `target` is on, is synced: made at its first batch;
+    /// nil where it is not batchable.
     private static func syncPath(device: UInt64, from target: Target) -> SyncPath? {
         syncPaths.withLock { known in
             if let path = known[device] { return path }
-            var info = statfs()
-            guard fstatfs(target.descriptor, &info) == 0,
+            guard reportsErrors, let type = fileSystemType(target.descriptor), blockFileSystems.contains(type),
                   let opened = try? FileDescriptor.open("/proc/self/fd/\(target.descriptor)",
                                                         flags: O_RDONLY | O_NONBLOCK | O_CLOEXEC) else { return nil }
-            let path = SyncPath(descriptor: opened,
-                                needsFlush: UInt64(truncatingIfNeeded: info.f_type) == 0xEF53 && !hasJournal(device: device))
+            let path = SyncPath(descriptor: opened, needsFlush: type == ext4 && !hasJournal(device: device))
             known[device] = path
             return path
         }
@@ -154,7 +157,7 @@ enum FileSystemSync {
         }
         for (device, indices) in byDevice {
             let first = targets[indices[0]]
-            guard indices.count > 1, isBatchable(first.descriptor), let path = syncPath(device: device, from: first),
+            guard indices.count > 1, let path = syncPath(device: device, from: first),
                   (try? retryingEINTR("syncfs", path.descriptor.path, { dfl_syncfs(path.descriptor.rawValue) })) != nil else {
                 alone += indices
                 continue
