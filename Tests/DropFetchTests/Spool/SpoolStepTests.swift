@@ -1,6 +1,7 @@
 @testable import DropFetch
 import Foundation
 import Glibc
+import Logging
 import Testing
 
 /// The claim and the filing moves as the worker runs them (`JobClaim`, `JobFinish` with no part to publish): what they
@@ -257,6 +258,53 @@ struct SpoolStepTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/done").sorted()
                 == ["a.status.json", "a.url", "c.status.json", "c.url"])
         #expect(FileSystem.exists(spool.work + "/b.url"))
+    }
+
+    @Test("with fsync off a turn of fewer than 4 ends is filed on the loop while the worker is idle; 4 ends, or ends while the worker has a batch, go to the worker",
+          arguments: [(3, false), (4, false), (3, true)])
+    func finishBatchGoesWhereItsSizeSays(_ count: Int, _ workerBusy: Bool) throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let commit = GroupCommit(durable: false) { error in Issue.record("worker: \(error)") }
+        #expect(commit.descriptor != nil && !commit.performsInline, "fsync off keeps a finish worker")
+        var busyRan = false
+        if workerBusy {
+            // A batch in flight: the worker holds it while this turn's ends are added.
+            commit.sync([.task(GroupCommitTests.CreateFile(root + "/busy"))]) { _ in busyRan = true }
+            commit.flush()
+        }
+        let batch = FinishBatch()
+        var filed: [String] = []
+        let jobs = (0..<count).map { "j\($0).url" }
+        for job in jobs {
+            try drop(job, in: root)
+            let name = try #require(try spool.claim(.init(relativePath: job, modified: 0)))
+            let filing = SpoolFiling(record(job), as: .done, from: spool.work + "/" + name, claim: 0, in: spool,
+                                     publishedRecords: [], filedAt: FilingJournal.now())
+            batch.add(JobFinish.Item(part: nil, filing: filing, spoolFolders: [])) { ending in
+                if case .filed = ending { filed.append(job) } else { Issue.record("\(job): \(ending)") }
+            }
+        }
+        batch.flush(to: commit, durable: false, crashPlan: nil, fence: nil, logger: Logger(label: "test"))
+        let inPlace = count < 4 && !workerBusy
+        if inPlace {
+            #expect(filed == jobs, "filed in the turn, in order")
+            #expect(commit.batches == 0 && commit.isIdle)
+        } else {
+            #expect(filed.isEmpty && !commit.isIdle, "waits for the worker")
+            if workerBusy {
+                // The ends go in the batch after the one the worker holds.
+                try GroupCommitTests.collect(commit)
+                #expect(busyRan && filed.isEmpty)
+            }
+            commit.flush()
+            try GroupCommitTests.collect(commit)
+            #expect(filed == jobs, "filed by the worker, in order")
+            #expect(commit.batches == (workerBusy ? 2 : 1), "\(commit.batches) batches")
+        }
+        let done = try FileManager.default.contentsOfDirectory(atPath: root + "/done").filter { $0.hasSuffix(".url") }.sorted()
+        #expect(done == jobs.sorted())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spool.work).filter { $0.hasSuffix(".url") }.isEmpty)
     }
 
     @Test("a job file replaced under its name after the claim is not filed: the filing ends as left and removes its status")
