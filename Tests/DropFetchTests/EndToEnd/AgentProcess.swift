@@ -26,6 +26,7 @@ final class AgentProcess: @unchecked Sendable {
     private let arguments: [String]
     private var ending: Ending?
     private var gate: Pipe?
+    private let preloadsFakeClock: Bool
 
     /// Prepares `dropfetch ARGUMENTS --config CONFIG`; `environment` is added to the test's own
     /// (without any inherited `DROPFETCH_CRASH_AT`), stdout and stderr are appended to `log` (stderr
@@ -37,6 +38,7 @@ final class AgentProcess: @unchecked Sendable {
     init(_ arguments: [String], config: String, environment: [String: String] = [:], log: String,
          errors: String? = nil, in fixture: SpoolFixture, heldAtStart: Bool = false) throws {
         self.arguments = arguments
+        preloadsFakeClock = environment["LD_PRELOAD"]?.contains("libfaketime") == true
         if heldAtStart {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "read go && exec \"$0\" \"$@\"", SpoolFixture.binary] + arguments + ["--config", config]
@@ -65,6 +67,18 @@ final class AgentProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { _ = kill() }
+        removeFakeClockFiles()
+    }
+
+    /// libfaketime's constructor creates /dev/shm/sem.faketime_sem_PID and faketime_shm_PID in the
+    /// preloaded shell of `heldAtStart` and removes them in its destructor, which a shell that execs
+    /// never runs (the agent, the same PID, finds them and keeps away from them: created there, its
+    /// setenv(3) moved the environment and the binary saw no arguments). Removed once the agent ended.
+    private func removeFakeClockFiles() {
+        guard preloadsFakeClock, process.processIdentifier > 0, !process.isRunning else { return }
+        let pid = process.processIdentifier
+        unlink("/dev/shm/sem.faketime_sem_\(pid)")
+        unlink("/dev/shm/faketime_shm_\(pid)")
     }
 
     func start() throws { try process.runSerially() }
