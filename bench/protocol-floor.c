@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
             check(renameat2(work, names.temp, done, names.record, RENAME_NOREPLACE) == 0, "status");
             check(renameat2(work, names.job, done, names.job, RENAME_NOREPLACE) == 0, "file");
             if (checks) {
-                char line[96];
+                char line[96] = {0};
                 check(write(journal, line, (size_t)snprintf(line, sizeof line, "1795946766473150200 d %s\n", names.job)) > 0 &&
                       write(index, line, 40) == 40, "journal");
             }
