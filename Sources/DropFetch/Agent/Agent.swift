@@ -88,6 +88,8 @@ public final class Agent {
     /// the new agent owns only what it claims or recovers anew. What the CLI's `run` calls.
     public static func run(config: Config, options: Options, logger: Logger) throws -> ExitStatus {
         keepFreedHeap()
+        // Before any thread starts: the descriptor table grows here, not under the loop.
+        _ = DescriptorLimit.raise()
         var config = config
         var rejoins = false
         while true {

@@ -1,0 +1,72 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The agent's descriptors (`DescriptorLimit`): finishes that fall behind the downloads (`fsync:
+/// true` on a disk slower than the network) hold their parts open, and must not run the agent out
+/// of descriptors; a soft limit below the hard one is raised.
+@Suite("Descriptor limits, end to end")
+struct DescriptorLimitTests {
+    /// `dropfetch ARGUMENTS` started by a shell that first runs `ulimit LIMIT` (dash: `-n` sets the
+    /// soft and hard limits, `-Sn` the soft one).
+    static func start(_ arguments: [String], limit: String, _ fixture: SpoolFixture) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "ulimit \(limit) && exec \"$0\" \"$@\" 2>>\"$LOG\"", SpoolFixture.binary]
+            + arguments + ["--config", fixture.configPath]
+        process.environment = ProcessInfo.processInfo.environment.merging(["LOG": fixture.logPath]) { _, new in new }
+        try process.runSerially()
+        return process
+    }
+
+    @Test("with fsync on and 256 descriptors (soft and hard), 1,000 small jobs 16 at a time all end in done/ with their bytes: none fails for want of a descriptor")
+    func finishesThatFallBehindDoNotExhaustDescriptors() throws {
+        let server = try TestHTTPServer()
+        var bodies: [Int: [UInt8]] = [:]
+        for index in 0..<1000 {
+            let body = TestHTTPServer.randomBytes(4_000 + index, seed: 39_000 + UInt64(index))
+            bodies[index] = body
+            server.serve("/s\(index).bin", body: body)
+        }
+        let fixture = try SpoolFixture(extraConfig: "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
+        for index in 0..<1000 { try fixture.drop("s\(index).url", server.url("/s\(index).bin") + "\n") }
+        let agent = try Self.start(["run", "--once"], limit: "-n 256", fixture)
+        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
+        agent.waitUntilExit()
+        #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
+        let failed = fixture.jobs(in: "failed")
+        let firstError = failed.first.flatMap { try? fixture.status("failed", $0).error?.message } ?? ""
+        #expect(failed.isEmpty, "\(failed.count) failed, first: \(firstError)")
+        #expect(fixture.jobs(in: "done").count == 1000)
+        let wrong = (0..<1000).filter {
+            fixture.downloaded("s\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex)
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first s\(wrong.first ?? 0).bin")
+        #expect(!fixture.log.contains("Too many open files"), "\(fixture.logTail())")
+    }
+
+    @Test("an agent started with a soft descriptor limit below its hard one runs with the soft limit raised to the hard one")
+    func softLimitIsRaised() throws {
+        var limit = rlimit()
+        #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        let hard = min(limit.rlim_max, 4096)
+        try #require(hard > 256, "the test process's hard limit (\(limit.rlim_max)) leaves nothing to raise")
+        let fixture = try SpoolFixture()
+        // The soft limit first: it may not be above the hard one.
+        let agent = try Self.start(["run"], limit: "-Sn 128 && ulimit -Hn \(hard)", fixture)
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        var line = ""
+        let seen = try waitUntil(timeout: .seconds(20)) {
+            line = (try? String(contentsOfFile: "/proc/\(agent.processIdentifier)/limits", encoding: .utf8))?
+                .split(separator: "\n").first { $0.hasPrefix("Max open files") }.map(String.init) ?? ""
+            // The shell's own limits until it execs the agent; the agent's once it has raised them.
+            return fixture.log.contains("agent started") || line.split(separator: " ").dropFirst(3).first == "\(hard)"
+        }
+        #expect(seen, "\(line)\n\(fixture.logTail())")
+        let fields = line.split(separator: " ").map(String.init)
+        #expect(fields.count >= 5 && fields[3] == "\(hard)" && fields[4] == "\(hard)", "\(line)")
+    }
+}
