@@ -44,8 +44,6 @@ final class AgentContext {
     let finishSteps: GroupCommit
     /// The ends (publications, filings) asked for during this loop turn, sent to `finishSteps` at its end.
     let finishes = FinishBatch()
-    /// The ends in flight at which no transfer starts (`DescriptorLimit.finishBacklog`).
-    let finishBacklog = DescriptorLimit.current().finishBacklog
     /// All three, in the order the loop serves them (made once: the loop reads it several times a turn).
     let workers: [GroupCommit]
     /// False once a stop was asked for: nothing new is indexed or started.

