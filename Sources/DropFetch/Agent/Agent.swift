@@ -89,7 +89,7 @@ public final class Agent {
     public static func run(config: Config, options: Options, logger: Logger) throws -> ExitStatus {
         keepFreedHeap()
         // Before any thread starts: the descriptor table grows here, not under the loop.
-        _ = DescriptorLimit.raise()
+        DescriptorLimit.raise()
         var config = config
         var rejoins = false
         while true {
