@@ -89,7 +89,11 @@ public final class Agent {
     public static func run(config: Config, options: Options, logger: Logger) throws -> ExitStatus {
         keepFreedHeap()
         // Before any thread starts: the descriptor table grows here, not under the loop.
-        DescriptorLimit.raise()
+        let descriptors = DescriptorLimit.raise()
+        if descriptors < DescriptorLimit.comfortable {
+            logger.warning("few file descriptors: transfers will wait for each other's files to close, and claims and filings may be retried (raise LimitNOFILE or ulimit -n)",
+                           metadata: ["limit": "\(descriptors)", "advised": "\(DescriptorLimit.comfortable)"])
+        }
         var config = config
         var rejoins = false
         while true {

@@ -24,6 +24,8 @@ struct DownloadLifecycle {
         case retry
         /// `on_conflict: overwrite` and another job owns the name.
         case nameOwner
+        /// The agent was out of descriptors when it took the name (`DescriptorLimit`).
+        case descriptors
         /// A `schedule:` window pauses new transfers (`ScheduleGate`).
         case schedule
         /// A `quota:` is used up until its period resets.
@@ -58,6 +60,8 @@ struct DownloadLifecycle {
         case nameOwnerBusy(until: Int64)
         /// The name could not be taken for lack of space: it counts as an attempt (the waits back off).
         case reservationNoSpace
+        /// The name could not be taken for lack of descriptors: tried again at `until`, no attempt counted.
+        case descriptorsShort(until: Int64)
         /// A transfer is about to be made on a `.part` of `partSize` bytes whose record names `recordMirror`.
         case attemptBegins(partSize: Int64, recordMirror: Int)
         /// The transfer runs under easy-handle `key`, from `offset`, with `written` bytes in the `.part`.
@@ -211,6 +215,9 @@ struct DownloadLifecycle {
             return [.settle]
         case .nameOwnerBusy(let until):
             phase = .waiting(until: until, reason: .nameOwner)
+            return [.enqueue(due: until)]
+        case .descriptorsShort(let until):
+            phase = .waiting(until: until, reason: .descriptors)
             return [.enqueue(due: until)]
         case .reservationNoSpace:
             if beginsAttempt {

@@ -197,6 +197,7 @@ final class JobIntake: AgentPart {
               job.part(of: 0) == nil, job.phase(of: 0) == .queued else {
             return first.part.discard()
         }
+        runner.noteDescriptor(of: first.part)
         job.take(first.part, for: 0)
     }
 
@@ -212,11 +213,19 @@ final class JobIntake: AgentPart {
     /// A claim that failed (EIO, EACCES, EROFS…) leaves the job in the inbox: it is indexed again
     /// and tried after a delay that doubles up to a minute, so `run --once` neither ends as if
     /// it were done nor spins on a broken folder.
+    /// One the agent could not make for want of a descriptor (EMFILE) is no fault of the folder:
+    /// tried again in a second, without growing the delay, once the runner's shortage hold allows.
     private func retryClaim(_ candidate: InboxIndex.Candidate, _ entry: Scheduler.Entry, _ error: SystemError) {
-        let failures = (claimFailures[candidate.path] ?? 0) + 1
-        claimFailures[candidate.path] = failures
-        let delay = Int64(Backoff.spoolStep(failures: failures, initial: .seconds(1)).milliseconds)
-        logger.error("cannot claim \(candidate.path), trying again in \(delay / 1000) s: \(error)")
+        let delay: Int64
+        if DescriptorLimit.isShortage(error) {
+            runner.noteDescriptorShortage(error.description)
+            delay = 1000
+        } else {
+            let failures = (claimFailures[candidate.path] ?? 0) + 1
+            claimFailures[candidate.path] = failures
+            delay = Int64(Backoff.spoolStep(failures: failures, initial: .seconds(1)).milliseconds)
+            logger.error("cannot claim \(candidate.path), trying again in \(delay / 1000) s: \(error)")
+        }
         guard !inbox.contains(candidate.path) else { return }
         let id = table.makeID()
         inbox.add(candidate.path, id: id, arrival: candidate.arrival)

@@ -26,9 +26,12 @@ final class JobPublisher: AgentPart {
         if isLast, !table.isCommitting(job) {
             let record = job.finalRecord(completing: index, file: part.publishedPath(as: publication.request.target),
                                          result: result)
-            filing = plan(job, record, markedPart: (part.file, index, part.folder),
-                          publishedRecord: part.hasRecordFile ? (part.folder, part.recordName) : nil)
-            table.committing(job)
+            // Short of descriptors for the spool folders' handles: the job is filed once its part is published.
+            if let planned = try? plan(job, record, markedPart: (part.file, index, part.folder),
+                                       publishedRecord: part.hasRecordFile ? (part.folder, part.recordName) : nil) {
+                filing = planned
+                table.committing(job)
+            }
         }
         let item = JobFinish.Item(part: JobFinish.Part(data: part.file, publication: publication.request, index: index),
                                   filing: filing?.request, spoolFolders: filing?.folders ?? [])
@@ -60,7 +63,12 @@ final class JobPublisher: AgentPart {
     func file(_ job: Job, _ record: StatusRecord) {
         guard !table.isCommitting(job) else { return }
         table.committing(job)
-        let filing = plan(job, record, markedPart: nil, publishedRecord: nil)
+        let filing: (request: SpoolFiling, folders: [DirectoryHandle])
+        do {
+            filing = try plan(job, record, markedPart: nil, publishedRecord: nil)
+        } catch {
+            return filer.filingFailed(job, record, error)
+        }
         context.finishes.add(JobFinish.Item(part: nil, filing: filing.request, spoolFolders: filing.folders)) { [self] ending in
             switch ending {
             case .filed(_, let filedRecord, let filed):
@@ -77,9 +85,10 @@ final class JobPublisher: AgentPart {
         }
     }
 
-    /// The filing of `job` under `record` and the spool folders to sync after it.
+    /// The filing of `job` under `record` and the spool folders to sync after it; throws when the
+    /// agent had no descriptor for a folder's handle (EMFILE), which only waiting cures.
     private func plan(_ job: Job, _ record: StatusRecord, markedPart: (file: FileDescriptor, download: Int, folder: DirectoryHandle)?,
-                      publishedRecord: (folder: DirectoryHandle, name: String)?)
+                      publishedRecord: (folder: DirectoryHandle, name: String)?) throws(SystemError)
         -> (request: SpoolFiling, folders: [DirectoryHandle]) {
         let outcome: Spool.Outcome = record.state == .done ? .done : .failed
         let source = FileSystem.join(spool.work, job.workName)
@@ -89,6 +98,7 @@ final class JobPublisher: AgentPart {
             do {
                 folders = try spool.filedFolders(outcome, from: source)
             } catch {
+                if DescriptorLimit.isShortage(error) { throw error }
                 // The moves are still made; a folder that cannot be synced is reported, not undone.
                 logger.error("the filing of \(job.workName) may not survive a power cut: \(error)")
             }

@@ -23,6 +23,11 @@ final class JobRunner: AgentPart {
     var growable: Set<Int> = []
     /// Every agent's index of done URLs, read on before each duplicate check (JobRunner+Duplicates.swift).
     let doneURLs = DoneIndex.Lookup()
+    /// The finish steps pending when a reservation found the agent short of descriptors: until half
+    /// of them have run (closing their parts), nothing starts (`holdsForDescriptors`).
+    private var descriptorShortage: Int?
+    /// Whether the shortage was logged: once a run.
+    private var shortageLogged = false
 
     init(context: AgentContext) {
         self.context = context
@@ -37,6 +42,7 @@ final class JobRunner: AgentPart {
         let now = clock.now()
         let deadline = clock.nanoseconds() + budget
         startsCutShort = false
+        if holdsForDescriptors() { return }
         while admission.hasRoom {
             guard let entry = scheduler.nextRunnable(now: now, admission: admission) else { return }
             if schedule.holdsBack(entry) { continue }
@@ -59,6 +65,37 @@ final class JobRunner: AgentPart {
 
     /// The last `startRunnable` ran out of time with room left: the loop should not sleep.
     private(set) var startsCutShort = false
+
+    /// Whether starts wait for descriptors. A finish holds its `.part` open until its step runs,
+    /// and with `fsync: true` on a disk slower than the network the finishes fall behind: under a
+    /// low hard limit the agent would run out (P2 at `ulimit -n 1024` failed half its jobs with
+    /// EMFILE). The hold ends when half the finishes pending at the shortage have run, or none is
+    /// left; each finish batch back wakes the loop to look again.
+    private func holdsForDescriptors() -> Bool {
+        guard let pendingAtShortage = descriptorShortage else { return false }
+        let pending = context.finishSteps.pendingSteps
+        if pending == 0 || pending <= pendingAtShortage / 2 {
+            descriptorShortage = nil
+            return false
+        }
+        return true
+    }
+
+    /// A part numbered from `context.descriptorFloor` on shows the agent short of descriptors.
+    func noteDescriptor(of part: PartFile) {
+        guard part.file.rawValue >= context.descriptorFloor else { return }
+        noteDescriptorShortage("descriptor \(part.file.rawValue) taken for a part")
+    }
+
+    /// A reservation, claim or connection found the agent short of descriptors: starts wait
+    /// (`holdsForDescriptors`).
+    func noteDescriptorShortage(_ cause: String) {
+        descriptorShortage = max(descriptorShortage ?? 0, context.finishSteps.pendingSteps)
+        guard !shortageLogged else { return }
+        shortageLogged = true
+        logger.warning("short of file descriptors: new transfers wait for finished ones to close their files (raise LimitNOFILE or ulimit -n)",
+                       metadata: ["limit": "\(DescriptorLimit.soft())", "cause": "\(cause)"])
+    }
 
     func start(_ entry: Scheduler.Entry) {
         guard let job = table.job(entry.unit.job), !job.isFinished(entry.unit.download) else { return }
@@ -97,6 +134,7 @@ final class JobRunner: AgentPart {
         let index = entry.unit.download
         switch choice {
         case .reserved(let part):
+            noteDescriptor(of: part)
             job.take(part, for: index)
             // Stopping: the part waits, with its record, for the next start.
             if context.acceptsWork { begin(entry, job) }
@@ -107,6 +145,9 @@ final class JobRunner: AgentPart {
         case .ownerBusy(let owner):
             logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
             carryOut(job.apply(.nameOwnerBusy(until: clock.now() + 2000), to: index), job, index)
+        case .noDescriptors(let error):
+            noteDescriptorShortage(error.description)
+            carryOut(job.apply(.descriptorsShort(until: clock.now() + 1000), to: index), job, index)
         case .failed(let failure):
             return reservationFailed(job, index, failure)
         }
@@ -310,6 +351,9 @@ final class JobRunner: AgentPart {
             endAttempt(job, index, TransferFailure(failure: refused, httpStatus: httpStatus, retryAfter: nil,
                                                    bytes: transfer.written, resumedFrom: transfer.appendedFrom,
                                                    isFinal: true))
+        case .failed(let failure) where failure.outOfDescriptors:
+            noteDescriptorShortage(failure.failure.message)
+            carryOut(job.apply(.descriptorsShort(until: clock.now() + 1000), to: index), job, index)
         case .failed(let failure):
             // The data so far is recorded and made durable, so the next attempt resumes it.
             if transfer.written > 0 { try? transfer.part.saveRecord() }

@@ -43,6 +43,8 @@ final class OutputNames: AgentPart {
         case published(file: String, bytes: Int64, sha256: String?, record: (folder: DirectoryHandle, name: String, record: ResumeRecord?))
         /// `on_conflict: overwrite`: the name belongs to another job until it is filed.
         case ownerBusy(String)
+        /// The agent was out of descriptors (EMFILE, ENFILE): not the job's fault, tried again.
+        case noDescriptors(SystemError)
         case failed(Failure)
     }
 

@@ -184,6 +184,15 @@ final class GroupCommit {
     /// Steps whose syncs are done wait to run: the loop should not sleep.
     var hasReadySteps: Bool { !ready.isEmpty }
 
+    /// Steps asked for and not yet run: gathered, in the batch in flight, or back and waiting to
+    /// run. A finish holds its `.part` open until its step runs (`JobRunner`'s descriptor shortage).
+    var pendingSteps: Int {
+        var count = gathering.waiters.count
+        if case .syncing(_, let round) = state { count += round.waiters.count }
+        for batch in ready { count += batch.waiters.count - batch.next }
+        return count
+    }
+
     /// Runs `then` once every target is done and durable, with the first error if one failed.
     func sync(_ targets: [Target], then: @escaping Completion) {
         let targets = durable || !targets.contains(where: \.isSync) ? targets : targets.filter { !$0.isSync }

@@ -24,6 +24,7 @@ final class PartReservation: WorkerTask {
         case .published(let file, let bytes, let sha256, let record):
             choice = .published(file: file, bytes: bytes, sha256: sha256, record: record)
         case .ownerBusy(let owner): choice = .ownerBusy(owner)
+        case .noDescriptors(let error): choice = .noDescriptors(error)
         case .failed(let failure): choice = .failed(failure)
         }
         return nil
@@ -34,6 +35,7 @@ final class PartReservation: WorkerTask {
         case reserved(PartFile.HandedOver)
         case published(file: String, bytes: Int64, sha256: String?, record: (folder: DirectoryHandle, name: String, record: ResumeRecord?))
         case ownerBusy(String)
+        case noDescriptors(SystemError)
         case failed(Failure)
     }
 
@@ -57,6 +59,7 @@ final class PartReservation: WorkerTask {
             do {
                 folder = try root.descend(subfolder, create: true)
             } catch {
+                if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
                 return .failed(OutputNames.folderFailure(error, dir: dir))
             }
             do {
@@ -98,6 +101,7 @@ final class PartReservation: WorkerTask {
                     }
                 }
             } catch {
+                if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
                 return .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
             }
             return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))

@@ -451,6 +451,10 @@ final class Transfer {
                         httpStatus: connectStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
                 }
                 let failure = current.isFileBased ? classifyFile(error, current) : classify(error)
+                if code == CURLE_COULDNT_CONNECT, written == 0, DescriptorLimit.isExhausted() {
+                    return .failed(TransferFailure(failure: failure, httpStatus: nil, retryAfter: nil, bytes: 0,
+                                                   resumedFrom: appendedFrom, outOfDescriptors: true))
+                }
                 return .failed(TransferFailure(failure: failure,
                                                httpStatus: httpStatus, retryAfter: nil,
                                                bytes: written, resumedFrom: appendedFrom, isFinal: failure.kind == .auth))

@@ -45,6 +45,26 @@ struct DownloadLifecycleTests {
         #expect(download.phase == .running(key: 3) && download.attempt == 1)
     }
 
+    @Test("a name or a connection the agent had no descriptor for waits until the given time and costs no attempt, whatever retry.attempts says")
+    func descriptorShortageCostsNoAttempt() {
+        var reserving = DownloadLifecycle(url: "http://a/f", mirrorCount: 1)
+        reserving.handle(.reserving)
+        reserving.handle(.reservationBack)
+        #expect(reserving.handle(.descriptorsShort(until: 2_000)) == [.enqueue(due: 2_000)])
+        #expect(reserving.phase == .waiting(until: 2_000, reason: .descriptors) && reserving.attempt == 0)
+
+        // With one attempt allowed, a connection refused for want of a socket still leaves it to try.
+        var download = running(now: 1_000)
+        download.handle(.transferEnded(now: 1_000))
+        #expect(download.handle(.descriptorsShort(until: 2_000)) == [.enqueue(due: 2_000)])
+        #expect(download.phase == .waiting(until: 2_000, reason: .descriptors) && !download.isFinished)
+        download.handle(.attemptBegins(partSize: 0, recordMirror: 0))
+        download.handle(.transferStarted(key: 8, url: "http://a/f", offset: 0, written: 0, now: 2_000, newAttempt: false))
+        #expect(download.attempt == 1)
+        let effects = download.handle(.attemptFailed(failure(.network), context(policy(attempts: 1), now: 2_500)))
+        #expect(effects.contains(.failDownload(Failure(.network, "test network"))), "\(effects)")
+    }
+
     @Test("a download runs, publishes and is done: status done with file, bytes, sha256 and seconds; the job settles")
     func happyPath() {
         var download = running(now: 1_000)
