@@ -155,6 +155,13 @@ chmod 0755 "$T"
 mem_avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
 (( mem_avail_mb >= need_t + 256 )) || die "the tmpfs workspace needs ~${need_t} MiB of RAM, ${mem_avail_mb} MiB available; lower BENCH_BIG_MB"
 
+# descriptors: the agent gets the hard limit a systemd service has (LimitNOFILE 524,288; it raises
+# its soft limit to it) where this shell may raise its own that far; the soft limit stays. Under a
+# lower hard limit, P3's 20,000 jobs with fsync on can hold the agent near it (a finish keeps its part
+# open until its batch is synced), and a job dropped then waits for a batch (docs/architecture.md).
+(( $(ulimit -Hn) >= 524288 )) 2>/dev/null || ulimit -Hn 524288 2>/dev/null || true
+NOFILE="$(ulimit -Sn) soft, $(ulimit -Hn) hard"
+
 # disk: every download and spool where fsync costs what it costs for users.
 mkdir -p -- "$BENCH_DISK"
 D=$(mktemp -d "$(realpath -- "$BENCH_DISK")/dropfetch-bench.XXXXXX")
@@ -738,6 +745,7 @@ machine() {
     echo "- load average (1/5/15 min): $LOAD_START at the start, $LOAD_END at the end"
     echo "- disk (downloads, spools): $DISK_FS on $DISK_SRC under $BENCH_DISK; served data: tmpfs"
     echo "- dropfetch $commit ($DROPFETCH); $CURL_VERSION ($CURL)$( (( HAVE_ARIA2 )) && echo "; $(version_of aria2c --version)"); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
+    echo "- open-files limit (ulimit -n) the tools ran under: $NOFILE"
     echo "- runs: warm-up $BENCH_WARMUP (P1, P2, P6), measured $BENCH_REPEAT (P3 $BENCH_P3_REPEAT, P5 $BENCH_P5_REPEAT, P7 $BENCH_P7_REPEAT); medians shown"
 }
 raw() {

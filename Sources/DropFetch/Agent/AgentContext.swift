@@ -46,6 +46,8 @@ final class AgentContext {
     let finishes = FinishBatch()
     /// A new `.part` numbered at least this finds the agent short of descriptors (`DescriptorLimit`).
     let descriptorFloor: Int
+    /// The descriptors kept free below the limit (`DescriptorLimit.reserve`).
+    let descriptorReserve: Int
     /// All three, in the order the loop serves them (made once: the loop reads it several times a turn).
     let workers: [GroupCommit]
     /// False once a stop was asked for: nothing new is indexed or started.
@@ -81,8 +83,9 @@ final class AgentContext {
             logger.warning("filings run on the event loop: their worker cannot be used: \(error)")
         }
         workers = [groupCommit, startSteps, finishSteps]
-        descriptorFloor = DescriptorLimit.shortageFloor(
-            soft: DescriptorLimit.soft(), connections: config.concurrency.total * Config.Split.maxConnections)
+        let soft = DescriptorLimit.soft()
+        descriptorReserve = DescriptorLimit.reserve(soft: soft, connections: config.concurrency.total * Config.Split.maxConnections)
+        descriptorFloor = soft - descriptorReserve
         metrics = config.metricsFile.map {
             MetricsFile(path: Agent.absolute($0), agent: agentID, spoolRoot: spool.root, holdFolder: spool.hold, logger: logger)
         }

@@ -23,8 +23,8 @@ final class JobRunner: AgentPart {
     var growable: Set<Int> = []
     /// Every agent's index of done URLs, read on before each duplicate check (JobRunner+Duplicates.swift).
     let doneURLs = DoneIndex.Lookup()
-    /// The finish steps pending when a reservation found the agent short of descriptors: until half
-    /// of them have run (closing their parts), nothing starts (`holdsForDescriptors`).
+    /// The finish steps pending when a reservation found the agent short of descriptors: until
+    /// enough of them have run (closing their parts), nothing starts (`holdsForDescriptors`).
     private var descriptorShortage: Int?
     /// Whether the shortage was logged: once a run.
     private var shortageLogged = false
@@ -69,12 +69,15 @@ final class JobRunner: AgentPart {
     /// Whether starts wait for descriptors. A finish holds its `.part` open until its step runs,
     /// and with `fsync: true` on a disk slower than the network the finishes fall behind: under a
     /// low hard limit the agent would run out (P2 at `ulimit -n 1024` failed half its jobs with
-    /// EMFILE). The hold ends when half the finishes pending at the shortage have run, or none is
-    /// left; each finish batch back wakes the loop to look again.
+    /// EMFILE). The hold ends when a quarter of the reserve's worth of the finishes pending at the
+    /// shortage have run (half of them when fewer), or none is left: the next starts then take the
+    /// descriptors they freed, until a part numbered past the floor shows the shortage again. Each
+    /// finish batch back wakes the loop to look.
     private func holdsForDescriptors() -> Bool {
         guard let pendingAtShortage = descriptorShortage else { return false }
         let pending = context.finishSteps.pendingSteps
-        if pending == 0 || pending <= pendingAtShortage / 2 {
+        let freed = max(1, min(pendingAtShortage / 2, context.descriptorReserve / 4))
+        if pending == 0 || pending <= pendingAtShortage - freed {
             descriptorShortage = nil
             return false
         }

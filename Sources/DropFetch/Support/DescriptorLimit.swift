@@ -45,12 +45,11 @@ enum DescriptorLimit {
         return Int(clamping: limit.rlim_cur)
     }
 
-    /// The descriptor number from which the agent is short of them: descriptors are handed out
-    /// lowest first (open(2)), so a new `.part` numbered at least this leaves fewer than `reserve`
-    /// free for sockets, status files, job files and hooks. A quarter of the limit at most.
-    static func shortageFloor(soft: Int, connections: Int) -> Int {
-        let reserve = min(soft / 4, 128 + 2 * connections)
-        return soft - reserve
+    /// The descriptors kept free for sockets, status files, job files and hooks: descriptors are
+    /// handed out lowest first (open(2)), so a new `.part` numbered `soft - reserve` or more shows
+    /// the agent short of them. A quarter of the limit at most.
+    static func reserve(soft: Int, connections: Int) -> Int {
+        min(soft / 4, 128 + 2 * connections)
     }
 
     /// Errors that say the agent, not the file, is out of descriptors (open(2): EMFILE, ENFILE).
