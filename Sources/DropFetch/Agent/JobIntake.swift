@@ -213,6 +213,7 @@ final class JobIntake: AgentPart {
     /// A claim that failed (EIO, EACCES, EROFS…) leaves the job in the inbox: it is indexed again
     /// and tried after a delay that doubles up to a minute, so `run --once` neither ends as if
     /// it were done nor spins on a broken folder.
+    ///
     /// One the agent could not make for want of a descriptor (EMFILE) is no fault of the folder:
     /// tried again in a second, without growing the delay, once the runner's shortage hold allows.
     private func retryClaim(_ candidate: InboxIndex.Candidate, _ entry: Scheduler.Entry, _ error: SystemError) {

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// The agent's soft RLIMIT_NOFILE raised to the hard one and its descriptor table grown, once at
@@ -57,8 +58,8 @@ enum DescriptorLimit {
 
     static func isShortage(code: Int32) -> Bool { code == EMFILE || code == ENFILE }
 
-    /// Whether the agent has no descriptor left: open(2) of "/" fails with EMFILE or
-    /// ENFILE. libcurl reports a socket(2) that failed so only as CURLE_COULDNT_CONNECT, with no
+    /// Whether the agent has no descriptor left: open(2) of "/" fails with EMFILE or ENFILE.
+    /// libcurl reports a socket(2) that failed so only as CURLE_COULDNT_CONNECT, with no
     /// CURLINFO_OS_ERRNO (7.88), so a failed connection asks this.
     static func isExhausted() -> Bool {
         let probe = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -66,7 +67,7 @@ enum DescriptorLimit {
             close(probe)
             return false
         }
-        return isShortage(code: errno)
+        return isShortage(code: dfl_errno())
     }
 
     /// dup(2) of /dev/null to the last descriptor of a table of `size`, closed again: the kernel
