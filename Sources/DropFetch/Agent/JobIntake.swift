@@ -220,7 +220,7 @@ final class JobIntake: AgentPart {
         let delay: Int64
         if DescriptorLimit.isShortage(error) {
             runner.noteDescriptorShortage(error.description)
-            delay = 1000
+            delay = DescriptorLimit.retryDelay
         } else {
             let failures = (claimFailures[candidate.path] ?? 0) + 1
             claimFailures[candidate.path] = failures

@@ -97,7 +97,14 @@ final class JobRunner: AgentPart {
         guard !shortageLogged else { return }
         shortageLogged = true
         logger.warning("short of file descriptors: new transfers wait for finished ones to close their files (raise LimitNOFILE or ulimit -n)",
-                       metadata: ["limit": "\(DescriptorLimit.soft())", "cause": "\(cause)"])
+                       metadata: ["limit": "\(context.descriptorFloor + context.descriptorReserve)", "cause": "\(cause)"])
+    }
+
+    /// A name or connection that found no descriptor: the download is tried again after
+    /// `DescriptorLimit.retryDelay`, without spending an attempt.
+    private func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
+        noteDescriptorShortage(cause)
+        carryOut(job.apply(.descriptorsShort(until: clock.now() + DescriptorLimit.retryDelay), to: index), job, index)
     }
 
     func start(_ entry: Scheduler.Entry) {
@@ -149,8 +156,7 @@ final class JobRunner: AgentPart {
             logger.debug("name in use, waiting for its owner", metadata: ["job": "\(job.record.job)", "owner": "\(owner)"])
             carryOut(job.apply(.nameOwnerBusy(until: clock.now() + 2000), to: index), job, index)
         case .noDescriptors(let error):
-            noteDescriptorShortage(error.description)
-            carryOut(job.apply(.descriptorsShort(until: clock.now() + 1000), to: index), job, index)
+            waitForDescriptors(job, index, cause: error.description)
         case .failed(let failure):
             return reservationFailed(job, index, failure)
         }
@@ -355,8 +361,7 @@ final class JobRunner: AgentPart {
                                                    bytes: transfer.written, resumedFrom: transfer.appendedFrom,
                                                    isFinal: true))
         case .failed(let failure) where failure.outOfDescriptors:
-            noteDescriptorShortage(failure.failure.message)
-            carryOut(job.apply(.descriptorsShort(until: clock.now() + 1000), to: index), job, index)
+            waitForDescriptors(job, index, cause: failure.failure.message)
         case .failed(let failure):
             // The data so far is recorded and made durable, so the next attempt resumes it.
             if transfer.written > 0 { try? transfer.part.saveRecord() }

@@ -39,6 +39,10 @@ enum DescriptorLimit {
     /// `fsync: true`, 16 at a time, ran without an EMFILE at 256, and with filings retried at 128.
     static let comfortable = 256
 
+    /// How long a name, connection or claim that found no descriptor waits before it is tried
+    /// again (ms): long enough for a finish batch to come back and close its parts.
+    static let retryDelay: Int64 = 1000
+
     /// The soft limit as it is (getrlimit(2)), at most `Int.max`.
     static func soft() -> Int {
         var limit = rlimit()
