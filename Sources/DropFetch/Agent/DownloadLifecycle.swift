@@ -217,7 +217,9 @@ struct DownloadLifecycle {
             phase = .waiting(until: until, reason: .nameOwner)
             return [.enqueue(due: until)]
         case .descriptorsShort(let until):
+            // A connection that found no descriptor ran: its download is queued again, not running.
             phase = .waiting(until: until, reason: .descriptors)
+            status.state = .queued
             return [.enqueue(due: until)]
         case .reservationNoSpace:
             if beginsAttempt {

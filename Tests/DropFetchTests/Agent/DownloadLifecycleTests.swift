@@ -45,7 +45,7 @@ struct DownloadLifecycleTests {
         #expect(download.phase == .running(key: 3) && download.attempt == 1)
     }
 
-    @Test("a name or a connection the agent had no descriptor for waits until the given time and costs no attempt, whatever retry.attempts says")
+    @Test("a name or a connection the agent had no descriptor for waits until the given time, is shown queued and costs no attempt, whatever retry.attempts says")
     func descriptorShortageCostsNoAttempt() {
         var reserving = DownloadLifecycle(url: "http://a/f", mirrorCount: 1)
         reserving.handle(.reserving)
@@ -58,6 +58,7 @@ struct DownloadLifecycleTests {
         download.handle(.transferEnded(now: 1_000))
         #expect(download.handle(.descriptorsShort(until: 2_000)) == [.enqueue(due: 2_000)])
         #expect(download.phase == .waiting(until: 2_000, reason: .descriptors) && !download.isFinished)
+        #expect(download.status.state == .queued, "a download waiting for a socket is not shown running")
         download.handle(.attemptBegins(partSize: 0, recordMirror: 0))
         download.handle(.transferStarted(key: 8, url: "http://a/f", offset: 0, written: 0, now: 2_000, newAttempt: false))
         #expect(download.attempt == 1)
