@@ -90,6 +90,14 @@ public final class Agent {
         keepFreedHeap()
         // Before any thread starts: the descriptor table grows here, not under the loop.
         let descriptors = DescriptorLimit.raise()
+        if descriptors < DescriptorLimit.minimum {
+            // Below this the agent's own descriptors leave no room for a transfer: it would claim
+            // jobs and never finish one. Refused before anything is claimed, so nothing moves.
+            logger.error("too few file descriptors to run: raise LimitNOFILE or ulimit -n",
+                         metadata: ["limit": "\(descriptors)", "needed": "\(DescriptorLimit.minimum)",
+                                    "advised": "\(DescriptorLimit.comfortable)"])
+            return .usage
+        }
         if descriptors < DescriptorLimit.comfortable {
             logger.warning("few file descriptors: transfers will wait for each other's files to close, and claims and filings may be retried (raise LimitNOFILE or ulimit -n)",
                            metadata: ["limit": "\(descriptors)", "advised": "\(DescriptorLimit.comfortable)"])

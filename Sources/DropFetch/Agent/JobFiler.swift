@@ -54,6 +54,13 @@ final class JobFiler: AgentPart {
     }
 
     func filingFailed(_ job: Job, _ record: StatusRecord, _ error: SystemError) {
+        if DescriptorLimit.isShortage(error) {
+            // No fault of the spool: tried again once finishes close their parts, without an
+            // error line each time (the runner's shortage warning says it once a run).
+            intake.runner.noteDescriptorShortage(error.description)
+            logger.debug("filing \(job.workName) waits for a file descriptor: \(error)", metadata: ["job": "\(record.job)"])
+            return table.filingFailed(job, record: record, retryAt: clock.now() + DescriptorLimit.retryDelay)
+        }
         let failures = table.filingFailures(of: job) + 1
         let delay = Int64(Backoff.spoolStep(failures: failures, initial: .milliseconds(500)).milliseconds)
         logger.error("cannot file \(job.workName), retrying in \(delay) ms: \(error)", metadata: ["job": "\(record.job)"])

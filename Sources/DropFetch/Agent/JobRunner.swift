@@ -84,10 +84,13 @@ final class JobRunner: AgentPart {
         return true
     }
 
-    /// A part numbered from `context.descriptorFloor` on shows the agent short of descriptors.
-    func noteDescriptor(of part: PartFile) {
-        guard part.file.rawValue >= context.descriptorFloor else { return }
+    /// A part numbered from `context.descriptorFloor` on shows the agent short of descriptors;
+    /// returns whether it did.
+    @discardableResult
+    func noteDescriptor(of part: PartFile) -> Bool {
+        guard part.file.rawValue >= context.descriptorFloor else { return false }
         noteDescriptorShortage("descriptor \(part.file.rawValue) taken for a part")
+        return true
     }
 
     /// A reservation, claim or connection found the agent short of descriptors: starts wait

@@ -40,9 +40,24 @@ struct DescriptorLimitTests {
         try expectAllDone(limit: "-n 256", seed: 41_000)
     }
 
-    @Test("with fsync on and only 64 descriptors, 300 small jobs 16 at a time all end in done/ with their bytes: names, connections, claims and filings that found none wait and are tried again, and none fails")
+    @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time all end in done/ with their bytes: claims ahead give up their parts, names, connections, claims and filings that found none wait and are tried again, none fails and no error is logged")
     func exhaustedDescriptorsMakeJobsWait() throws {
-        try expectAllDone(limit: "-n 64", seed: 43_000, jobs: 300, descriptorsRunOut: true)
+        // At 48 the parts of the 16 jobs claimed ahead once took every descriptor, and no
+        // transfer ever connected.
+        try expectAllDone(limit: "-n 48", seed: 43_000, jobs: 300, descriptorsRunOut: true)
+    }
+
+    @Test("an agent started with fewer descriptors than it needs (24) exits 2 at once, names the limit, and claims nothing: the jobs stay in the inbox")
+    func tooFewDescriptorsRefusesToRun() throws {
+        let fixture = try SpoolFixture()
+        for index in 0..<3 { try fixture.drop("j\(index).url", "http://127.0.0.1:9/j\(index).bin\n") }
+        let agent = try Self.start(["run", "--once"], limit: "-n 24", fixture)
+        #expect(try waitUntil(timeout: .seconds(30)) { !agent.isRunning })
+        agent.waitUntilExit()
+        #expect(agent.terminationStatus == 2, "\(fixture.logTail())")
+        #expect(fixture.log.contains("too few file descriptors") && fixture.log.contains("limit=24"), "\(fixture.logTail())")
+        #expect(fixture.jobs(in: "inbox") == ["j0.url", "j1.url", "j2.url"])
+        #expect(fixture.jobs(in: "done").isEmpty && fixture.jobs(in: "failed").isEmpty)
     }
 
     /// `jobs` small jobs, 16 at a time with `fsync: true`, run once under `ulimit LIMIT`: every one
@@ -70,6 +85,7 @@ struct DescriptorLimitTests {
         }
         #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first s\(wrong.first ?? 0).bin")
         if !descriptorsRunOut { #expect(!fixture.log.contains("Too many open files"), "\(fixture.logTail())") }
+        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
 
     @Test("an agent started with a soft descriptor limit below its hard one runs with the soft limit raised to the hard one",
