@@ -104,9 +104,16 @@ final class JobRunner: AgentPart {
     }
 
     /// A name or connection that found no descriptor: the download is tried again after
-    /// `DescriptorLimit.retryDelay`, without spending an attempt.
-    private func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
+    /// `DescriptorLimit.retryDelay`, without spending an attempt. An empty `.part` is given up
+    /// meanwhile (its name is taken again at the next start), so that downloads waiting for
+    /// descriptors do not hold them: under `ulimit -n 40`, 12 split downloads each kept theirs and
+    /// none could open its digest's reader.
+    func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
         noteDescriptorShortage(cause)
+        if let part = job.part(of: index), part.size == 0 {
+            part.discard()
+            job.releasePart(of: index)
+        }
         carryOut(job.apply(.descriptorsShort(until: clock.now() + DescriptorLimit.retryDelay), to: index), job, index)
     }
 
@@ -272,8 +279,10 @@ final class JobRunner: AgentPart {
     /// disk (`no_space`) or `internal`.
     static func startFailure(_ error: any Error, bytes: Int64) -> TransferFailure {
         if let refused = error as? TransferFailure { return refused }
-        let kind: ErrorKind = (error as? SystemError)?.isNoSpace == true ? .noSpace : .internal
-        return TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil, retryAfter: nil, bytes: bytes, resumedFrom: 0)
+        let systemError = error as? SystemError
+        let kind: ErrorKind = systemError?.isNoSpace == true ? .noSpace : .internal
+        return TransferFailure(failure: Failure(kind, "\(error)"), httpStatus: nil, retryAfter: nil, bytes: bytes, resumedFrom: 0,
+                               outOfDescriptors: systemError.map(DescriptorLimit.isShortage) ?? false)
     }
 
     /// Handles a transfer libcurl reports as done.
@@ -363,8 +372,6 @@ final class JobRunner: AgentPart {
             endAttempt(job, index, TransferFailure(failure: refused, httpStatus: httpStatus, retryAfter: nil,
                                                    bytes: transfer.written, resumedFrom: transfer.appendedFrom,
                                                    isFinal: true))
-        case .failed(let failure) where failure.outOfDescriptors:
-            waitForDescriptors(job, index, cause: failure.failure.message)
         case .failed(let failure):
             // The data so far is recorded and made durable, so the next attempt resumes it.
             if transfer.written > 0 { try? transfer.part.saveRecord() }
@@ -374,6 +381,8 @@ final class JobRunner: AgentPart {
 
     /// A failed try of one mirror: the next mirror, a retry after backoff, or the end (RetryPolicy).
     func endAttempt(_ job: Job, _ index: Int, _ failure: TransferFailure) {
+        // The agent's shortage, not the server's: the same attempt goes on once a descriptor frees.
+        if failure.outOfDescriptors { return waitForDescriptors(job, index, cause: failure.failure.message) }
         let policy = config.jobClass(named: job.record.className)?.retry ?? config.retry
         let context = DownloadLifecycle.RetryContext(policy: policy, jitter: Double.random(in: 0..<1),
                                                      now: clock.now(), onceDeadline: onceDeadline)

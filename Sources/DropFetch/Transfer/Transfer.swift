@@ -1,4 +1,5 @@
 import CCurl
+import CLinux
 import Glibc
 
 /// One download attempt of one URL into its `.part` file, driven by the agent's multi handle.
@@ -292,7 +293,10 @@ final class Transfer {
             blockedAddress = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             return CURL_SOCKET_BAD
         }
-        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        let opened = socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        // libcurl 7.88 reports this only as CURLE_COULDNT_CONNECT, with no CURLINFO_OS_ERRNO.
+        if opened < 0, DescriptorLimit.isShortage(code: dfl_errno()) { shortOfDescriptors = true }
+        return opened
     }
 
     private func decide(status: Int) -> Bool {
@@ -319,6 +323,9 @@ final class Transfer {
 
     /// The remote file's modification time (FTP and SFTP), recorded as part of the validator.
     private var remoteModified: Int64?
+    /// A socket, or the accepted response's `.part` reader or digest eventfd, could not be had
+    /// for want of a descriptor (EMFILE, ENFILE): the agent's shortage, which costs no attempt.
+    private var shortOfDescriptors = false
 
     private func apply(_ decision: ResumeDecision) -> Bool {
         do {
@@ -353,6 +360,8 @@ final class Transfer {
                 return false
             }
         } catch {
+            // The `.part`'s reader or the digest worker's eventfd (files of 8 MiB and more).
+            shortOfDescriptors = DescriptorLimit.isShortage(error)
             state = .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
             return false
         }
@@ -422,7 +431,8 @@ final class Transfer {
         case .failed(let failure):
             return .failed(TransferFailure(failure: failure, httpStatus: httpStatus,
                                            retryAfter: RetryAfter.delay(from: easy), bytes: written,
-                                           resumedFrom: appendedFrom, isFinal: failure.kind == .auth))
+                                           resumedFrom: appendedFrom, isFinal: failure.kind == .auth,
+                                           outOfDescriptors: shortOfDescriptors))
         case .alreadyComplete:
             return complete(httpStatus: httpStatus)
         case .segmentComplete:
@@ -451,7 +461,10 @@ final class Transfer {
                         httpStatus: connectStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
                 }
                 let failure = current.isFileBased ? classifyFile(error, current) : classify(error)
-                if code == CURLE_COULDNT_CONNECT, written == 0, DescriptorLimit.isExhausted() {
+                // A socket(2) that failed so, or a connection or lookup that failed while the
+                // agent has no descriptor left (libcurl's resolver thread takes a socketpair).
+                if written == 0, shortOfDescriptors || (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
+                    && DescriptorLimit.isExhausted() {
                     return .failed(TransferFailure(failure: failure, httpStatus: nil, retryAfter: nil, bytes: 0,
                                                    resumedFrom: appendedFrom, outOfDescriptors: true))
                 }

@@ -47,6 +47,40 @@ struct DescriptorLimitTests {
         try expectAllDone(limit: "-n 48", seed: 43_000, jobs: 300, descriptorsRunOut: true)
     }
 
+    @Test("with only 48 descriptors and one attempt allowed, 12 downloads of 4 MiB split in 1 MiB pieces, 32 connections at a time, all end in done/ with their sha256: sockets, digest readers and parts that found no descriptor wait without spending the attempt")
+    func splitDownloadsWaitForDescriptors() throws {
+        let server = try TestHTTPServer()
+        var sums: [Int: String] = [:]
+        for index in 0..<12 {
+            let body = TestHTTPServer.randomBytes(4 << 20, seed: 45_000 + UInt64(index))
+            sums[index] = TestHTTPServer.sha256Hex(body)
+            server.serve("/b\(index).bin", body: body)
+        }
+        let fixture = try SpoolFixture()
+        // `retry` of the fixture's config allows three attempts: this one allows one.
+        try """
+            spool: \(fixture.spool)
+            destination: \(fixture.destination)
+            agent_id: test-agent
+            log_level: debug
+            fsync: true
+            retry: { attempts: 1 }
+            concurrency: { total: 32, per_host: 32 }
+            split: { connections: 8, min_size: 1MiB }
+
+            """.write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+        for index in 0..<12 { try fixture.drop("b\(index).url", server.url("/b\(index).bin") + "\n") }
+        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
+        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
+        agent.waitUntilExit()
+        #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
+        let failed = fixture.jobs(in: "failed")
+        let firstError = failed.first.flatMap { try? fixture.status("failed", $0).error?.message } ?? ""
+        #expect(failed.isEmpty, "\(failed.count) failed, first: \(firstError)")
+        let wrong = (0..<12).filter { fixture.downloaded("b\($0).bin").map(TestHTTPServer.sha256Hex) != sums[$0] }
+        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first b\(wrong.first ?? 0).bin")
+    }
+
     @Test("an agent started with fewer descriptors than it needs (24) exits 2 at once, names the limit, and claims nothing: the jobs stay in the inbox")
     func tooFewDescriptorsRefusesToRun() throws {
         let fixture = try SpoolFixture()
