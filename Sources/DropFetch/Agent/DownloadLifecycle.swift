@@ -24,7 +24,7 @@ struct DownloadLifecycle {
         case retry
         /// `on_conflict: overwrite` and another job owns the name.
         case nameOwner
-        /// The agent was out of descriptors when it took the name (`DescriptorLimit`).
+        /// The agent was out of descriptors for the download's name, a connection or its digest (`DescriptorLimit`).
         case descriptors
         /// A `schedule:` window pauses new transfers (`ScheduleGate`).
         case schedule
@@ -60,7 +60,7 @@ struct DownloadLifecycle {
         case nameOwnerBusy(until: Int64)
         /// The name could not be taken for lack of space: it counts as an attempt (the waits back off).
         case reservationNoSpace
-        /// The name could not be taken for lack of descriptors: tried again at `until`, no attempt counted.
+        /// No descriptor for the name, a connection or the digest: tried again at `until`, no attempt counted.
         case descriptorsShort(until: Int64)
         /// A transfer is about to be made on a `.part` of `partSize` bytes whose record names `recordMirror`.
         case attemptBegins(partSize: Int64, recordMirror: Int)

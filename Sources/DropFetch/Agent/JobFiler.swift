@@ -59,7 +59,7 @@ final class JobFiler: AgentPart {
             // error line each time (the runner's shortage warning says it once a run).
             intake.runner.noteDescriptorShortage(error.description)
             logger.debug("filing \(job.workName) waits for a file descriptor: \(error)", metadata: ["job": "\(record.job)"])
-            return table.filingFailed(job, record: record, retryAt: clock.now() + DescriptorLimit.retryDelay)
+            return table.filingFailed(job, record: record, retryAt: clock.now() + DescriptorLimit.retryDelay, counted: false)
         }
         let failures = table.filingFailures(of: job) + 1
         let delay = Int64(Backoff.spoolStep(failures: failures, initial: .milliseconds(500)).milliseconds)

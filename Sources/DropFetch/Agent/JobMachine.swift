@@ -29,8 +29,9 @@ struct JobMachine {
         case commitBegins
         /// Its filing did not begin after all (its last download was not published).
         case commitAbandoned
-        /// Its filing failed: retried under `record` at `due` (monotonic ms).
-        case filingFailed(StatusRecord, due: Int64)
+        /// Its filing failed: retried under `record` at `due` (monotonic ms). One that found no
+        /// descriptor is not `counted`: the spool is not at fault, and the next backoff stays short.
+        case filingFailed(StatusRecord, due: Int64, counted: Bool = true)
         /// It is to be judged a duplicate before a download starts (`duplicates: skip`).
         case duplicateCheckAsked
         /// It is no duplicate (or it waited for a job of its URL and then was not): its downloads run.
@@ -105,8 +106,8 @@ struct JobMachine {
         case .commitAbandoned:
             guard isCommitting else { return [] }
             phase = .active
-        case .filingFailed(let final, let due):
-            phase = .filingDue(at: due, failures: filingFailures + 1)
+        case .filingFailed(let final, let due, let counted):
+            phase = .filingDue(at: due, failures: filingFailures + (counted ? 1 : 0))
             pendingFiling = final
         case .duplicateCheckAsked:
             awaitsDuplicateCheck = downloads.allSatisfy { $0.attempt == 0 && !$0.isFinished }

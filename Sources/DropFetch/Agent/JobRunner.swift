@@ -93,7 +93,7 @@ final class JobRunner: AgentPart {
         return true
     }
 
-    /// A reservation, claim or connection found the agent short of descriptors: starts wait
+    /// A download, claim or filing found the agent short of descriptors: starts wait
     /// (`holdsForDescriptors`).
     func noteDescriptorShortage(_ cause: String) {
         descriptorShortage = max(descriptorShortage ?? 0, context.finishSteps.pendingSteps)
@@ -103,18 +103,24 @@ final class JobRunner: AgentPart {
                        metadata: ["limit": "\(context.descriptorFloor + context.descriptorReserve)", "cause": "\(cause)"])
     }
 
-    /// A name or connection that found no descriptor: the download is tried again after
-    /// `DescriptorLimit.retryDelay`, without spending an attempt. An empty `.part` is given up
-    /// meanwhile (its name is taken again at the next start), so that downloads waiting for
-    /// descriptors do not hold them: under `ulimit -n 40`, 12 split downloads each kept theirs and
-    /// none could open its digest's reader.
+    /// A download that found no descriptor (for its name, a connection, its digest, or the last
+    /// connection of a split): tried again after `DescriptorLimit.retryDelay`, without spending
+    /// an attempt. An empty `.part` is given up meanwhile (its name is taken again at the next
+    /// start), so that downloads waiting for descriptors do not hold them: under `ulimit -n 40`,
+    /// 12 split downloads each kept theirs and none could open its digest's reader.
     func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
         noteDescriptorShortage(cause)
-        if let part = job.part(of: index), part.size == 0 {
+        if let part = job.part(of: index), JobRunner.holdsNoData(part) {
             part.discard()
             job.releasePart(of: index)
         }
         carryOut(job.apply(.descriptorsShort(until: clock.now() + DescriptorLimit.retryDelay), to: index), job, index)
+    }
+
+    /// Whether `part` holds no data, so that giving it up loses nothing: no piece map, and an
+    /// empty file (fstat(2): a split's connections write with pwrite and leave `size` behind).
+    static func holdsNoData(_ part: PartFile) -> Bool {
+        part.size == 0 && part.record.pieces == nil && (try? part.file.status().st_size) == 0
     }
 
     func start(_ entry: Scheduler.Entry) {

@@ -150,8 +150,8 @@ final class JobTable {
     func isCommitting(_ job: Job) -> Bool { job.machine.isCommitting }
 
     /// A job whose filing failed waits here, with the record to file, for `retryAt`.
-    func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64) {
-        job.handle(.filingFailed(record, due: retryAt))
+    func filingFailed(_ job: Job, record: StatusRecord, retryAt: Int64, counted: Bool = true) {
+        job.handle(.filingFailed(record, due: retryAt, counted: counted))
         failedFilings.insert(job.id)
     }
 

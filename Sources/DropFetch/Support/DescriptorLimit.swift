@@ -44,7 +44,7 @@ enum DescriptorLimit {
     /// 16 at a time were claimed and none finished in 60 s; at 32 all were done, in 27 s.
     static let minimum = 32
 
-    /// How long a name, connection or claim that found no descriptor waits before it is tried
+    /// How long a download, claim or filing that found no descriptor waits before it is tried
     /// again (ms): long enough for a finish batch to come back and close its parts.
     static let retryDelay: Int64 = 1000
 

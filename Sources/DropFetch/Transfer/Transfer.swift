@@ -175,6 +175,7 @@ final class Transfer {
         request = hop
         state = .awaitingResponse
         response = ResponseHeaders()
+        socketShortage = false
         try easy.set(CURLOPT_URL, hop.target)
         let credentials = RedirectPolicy.credentials(for: hop)
         try easy.set(CURLOPT_USERNAME, credentials?.user)
@@ -295,7 +296,7 @@ final class Transfer {
         }
         let opened = socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         // libcurl 7.88 reports this only as CURLE_COULDNT_CONNECT, with no CURLINFO_OS_ERRNO.
-        if opened < 0, DescriptorLimit.isShortage(code: dfl_errno()) { shortOfDescriptors = true }
+        socketShortage = opened < 0 && DescriptorLimit.isShortage(code: dfl_errno())
         return opened
     }
 
@@ -323,9 +324,12 @@ final class Transfer {
 
     /// The remote file's modification time (FTP and SFTP), recorded as part of the validator.
     private var remoteModified: Int64?
-    /// A socket, or the accepted response's `.part` reader or digest eventfd, could not be had
-    /// for want of a descriptor (EMFILE, ENFILE): the agent's shortage, which costs no attempt.
-    private var shortOfDescriptors = false
+    /// The last socket(2) failed for want of a descriptor (EMFILE, ENFILE); cleared by one that
+    /// opens, since libcurl may go on to another address, and by a redirect hop.
+    private var socketShortage = false
+    /// The accepted response's `.part` reader or digest eventfd could not be opened for want of a
+    /// descriptor: the agent's shortage, which costs no attempt.
+    private var writeShortage = false
 
     private func apply(_ decision: ResumeDecision) -> Bool {
         do {
@@ -361,7 +365,7 @@ final class Transfer {
             }
         } catch {
             // The `.part`'s reader or the digest worker's eventfd (files of 8 MiB and more).
-            shortOfDescriptors = DescriptorLimit.isShortage(error)
+            writeShortage = DescriptorLimit.isShortage(error)
             state = .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
             return false
         }
@@ -432,7 +436,7 @@ final class Transfer {
             return .failed(TransferFailure(failure: failure, httpStatus: httpStatus,
                                            retryAfter: RetryAfter.delay(from: easy), bytes: written,
                                            resumedFrom: appendedFrom, isFinal: failure.kind == .auth,
-                                           outOfDescriptors: shortOfDescriptors))
+                                           outOfDescriptors: writeShortage))
         case .alreadyComplete:
             return complete(httpStatus: httpStatus)
         case .segmentComplete:
@@ -461,11 +465,12 @@ final class Transfer {
                         httpStatus: connectStatus, retryAfter: nil, bytes: written, resumedFrom: appendedFrom))
                 }
                 let failure = current.isFileBased ? classifyFile(error, current) : classify(error)
-                // A socket(2) that failed so, or a connection or lookup that failed while the
-                // agent has no descriptor left (libcurl's resolver thread takes a socketpair).
-                if written == 0, shortOfDescriptors || (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
-                    && DescriptorLimit.isExhausted() {
-                    return .failed(TransferFailure(failure: failure, httpStatus: nil, retryAfter: nil, bytes: 0,
+                // A socket(2) that failed so, or a connection or lookup that failed while the agent
+                // has no descriptor left (libcurl's resolver thread takes a socketpair). Either way
+                // no byte came on this request.
+                if code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST,
+                   socketShortage || DescriptorLimit.isExhausted() {
+                    return .failed(TransferFailure(failure: failure, httpStatus: nil, retryAfter: nil, bytes: written,
                                                    resumedFrom: appendedFrom, outOfDescriptors: true))
                 }
                 return .failed(TransferFailure(failure: failure,

@@ -82,7 +82,8 @@ struct TransferFailure: Error, Sendable, Equatable {
     var resumedFrom: Int64
     /// Not worth a retry of the same URL (a refused address or login); other mirrors may still be tried.
     var isFinal = false
-    /// No connection was made for want of a descriptor (socket(2): EMFILE): the agent's shortage,
-    /// not the server's, so the download waits without spending an attempt.
+    /// A socket, a `.part` reader or a digest eventfd could not be had for want of a descriptor
+    /// (EMFILE, ENFILE): the agent's shortage, not the server's, so the download waits without
+    /// spending an attempt.
     var outOfDescriptors = false
 }

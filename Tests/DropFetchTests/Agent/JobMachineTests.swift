@@ -61,7 +61,7 @@ struct JobMachineTests {
         #expect(final.downloads.map(\.state) == [.failed, .done])
     }
 
-    @Test("commit phases: committing, a failed filing due again with its record and count, committing again, abandoned")
+    @Test("commit phases: committing, a failed filing due again with its record and count (not counted when short of a descriptor), committing again, abandoned")
     func commitPhases() {
         var job = machine(downloads: 1)
         #expect(job.phase == .active && !job.isCommitting && job.filingFailures == 0)
@@ -76,6 +76,9 @@ struct JobMachineTests {
         #expect(job.phase == .committing(failures: 1) && job.pendingFiling == nil, "a retry keeps the count of failures")
         job.handle(.filingFailed(final, due: 9_000), wall: wall)
         #expect(job.phase == .filingDue(at: 9_000, failures: 2))
+        job.handle(.commitBegins, wall: wall)
+        job.handle(.filingFailed(final, due: 10_000, counted: false), wall: wall)
+        #expect(job.phase == .filingDue(at: 10_000, failures: 2), "a filing short of a descriptor does not grow the backoff")
         job.handle(.commitBegins, wall: wall)
         job.handle(.commitAbandoned, wall: wall)
         #expect(job.phase == .active)
