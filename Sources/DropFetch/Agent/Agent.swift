@@ -92,11 +92,13 @@ public final class Agent {
         let descriptors = DescriptorLimit.raise()
         if descriptors < DescriptorLimit.minimum {
             // Below this the agent's own descriptors leave no room for a transfer: it would claim
-            // jobs and never finish one. Refused before anything is claimed, so nothing moves.
+            // jobs and never finish one. Refused before anything is claimed, so nothing moves:
+            // `run --once` leaves its jobs for a later run (75, as for an inbox it could not read
+            // for want of descriptors); a daemon exits 2, which its unit does not restart.
             logger.error("too few file descriptors to run: raise LimitNOFILE or ulimit -n",
                          metadata: ["limit": "\(descriptors)", "needed": "\(DescriptorLimit.minimum)",
                                     "advised": "\(DescriptorLimit.comfortable)"])
-            return .usage
+            return options.once ? .retriesPending : .usage
         }
         if descriptors < DescriptorLimit.comfortable {
             logger.warning("few file descriptors: transfers will wait for each other's files to close, and claims and filings may be retried (raise LimitNOFILE or ulimit -n)",

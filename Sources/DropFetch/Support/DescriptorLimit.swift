@@ -39,7 +39,7 @@ enum DescriptorLimit {
     /// `fsync: true`, 16 at a time, ran without an EMFILE at 256, and with filings retried at 128.
     static let comfortable = 256
 
-    /// The fewest descriptors the agent runs with (`run` exits 2 below it): an idle daemon holds
+    /// The fewest descriptors the agent runs with (below it `run --once` exits 75, a daemon 2): an idle daemon holds
     /// about 22 (inotify, eventfds, signalfd, its lock, lease and folders). At 24, 300 small jobs
     /// 16 at a time were claimed and none finished in 60 s; at 32 all were done, in 27 s.
     static let minimum = 32

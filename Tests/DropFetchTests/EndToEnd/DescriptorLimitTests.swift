@@ -81,14 +81,16 @@ struct DescriptorLimitTests {
         #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first b\(wrong.first ?? 0).bin")
     }
 
-    @Test("an agent started with fewer descriptors than it needs (24) exits 2 at once, names the limit, and claims nothing: the jobs stay in the inbox")
-    func tooFewDescriptorsRefusesToRun() throws {
+    @Test("an agent started with fewer descriptors than it needs (24) names the limit, claims nothing and exits at once: run --once 75 (its jobs left for a later run), a daemon 2 (its unit does not restart it)",
+          arguments: [(["run", "--once"], Int32(75)), (["run"], Int32(2))])
+    func tooFewDescriptorsRefusesToRun(arguments: [String], exit: Int32) throws {
         let fixture = try SpoolFixture()
         for index in 0..<3 { try fixture.drop("j\(index).url", "http://127.0.0.1:9/j\(index).bin\n") }
-        let agent = try Self.start(["run", "--once"], limit: "-n 24", fixture)
+        let agent = try Self.start(arguments, limit: "-n 24", fixture)
+        defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL); agent.waitUntilExit() } }
         #expect(try waitUntil(timeout: .seconds(30)) { !agent.isRunning })
         agent.waitUntilExit()
-        #expect(agent.terminationStatus == 2, "\(fixture.logTail())")
+        #expect(agent.terminationStatus == exit, "\(fixture.logTail())")
         #expect(fixture.log.contains("too few file descriptors") && fixture.log.contains("limit=24"), "\(fixture.logTail())")
         #expect(fixture.jobs(in: "inbox") == ["j0.url", "j1.url", "j2.url"])
         #expect(fixture.jobs(in: "done").isEmpty && fixture.jobs(in: "failed").isEmpty)

@@ -100,19 +100,16 @@ struct UntrustedInboxTests {
         #expect(fixture.names(in: "work/test-agent").filter { $0 != ".lock" && $0 != ".lease" }.isEmpty)
     }
 
-    @Test("case 8: run --once at ulimit -n 12 and up never exits 0 with jobs left and files none as invalid_job; a run with descriptors does them all")
+    @Test("case 8: run --once at ulimit -n 12 to 34 never exits 0 with jobs left and files none as invalid_job; below 32 it says so and claims nothing; a run with descriptors does them all")
     func outOfDescriptors() throws {
         let server = try TestHTTPServer()
         let body = TestHTTPServer.randomBytes(2_000, seed: 24_008)
         server.serve("/f.bin", body: body)
         let fixture = try SpoolFixture(extraConfig: "once_wait: 2s\n")
         for index in 0..<30 { try fixture.drop("j\(index).url", server.url("/f.bin") + "\n") }
-        // Lowest first: the spool itself cannot be opened (3), then the inbox cannot be listed (75),
-        // then claims and filings fail part of the way (3 or 75). Where each begins depends on the
-        // descriptors the test process passes on and on the agent's own (two eventfds for each of its
-        // three workers since issue 23, four pipe ends before), so the limit goes up until the inbox
-        // was unreadable once.
-        for limit in 12...34 where !fixture.log.contains("cannot read the inbox") {
+        // Below 32 (`DescriptorLimit.minimum`) the agent refuses to run and claims nothing (75);
+        // from there claims and filings that find no descriptor wait and are tried again.
+        for limit in 12...34 {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "ulimit -n \(limit) && exec \"$0\" run --once --config \"$1\" 2>>\"$2\"",
@@ -126,8 +123,11 @@ struct UntrustedInboxTests {
             }
             let invalid = try fixture.jobs(in: "failed").filter { try fixture.status("failed", $0).error?.kind == .invalidJob }
             #expect(invalid.isEmpty, "ulimit -n \(limit): filed as invalid_job for want of descriptors: \(invalid)")
+            if limit < 32 {
+                #expect(process.terminationStatus == 75 && left == 30, "ulimit -n \(limit): exit \(process.terminationStatus), \(left) left")
+                #expect(fixture.log.contains("too few file descriptors to run") && fixture.log.contains("limit=\(limit)"), "\(fixture.logTail())")
+            }
         }
-        #expect(fixture.log.contains("cannot read the inbox"), "\(fixture.logTail())")
 
         // A download cut short for want of a socket may have failed for good (kind `network`): not `invalid_job`.
         #expect([0, 1].contains(try fixture.runOnce()), "\(fixture.logTail())")
