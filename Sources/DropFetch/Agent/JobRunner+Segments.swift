@@ -107,7 +107,9 @@ extension JobRunner {
             opened = try group.fill(limit: room)
         } catch {
             // The first connection goes on alone.
-            if let error = error as? SystemError, DescriptorLimit.isShortage(error) { return noteDescriptorShortage("cannot split the download: \(error)") }
+            if let error = error as? SystemError, DescriptorLimit.isShortage(error) {
+                return noteDescriptorShortage("cannot split the download: \(error)")
+            }
             return logger.warning("cannot split the download: \(error)", metadata: ["job": "\(job.record.job)"])
         }
         for segment in opened { openConnection(segment, of: key, host: host, className: job.record.className) }

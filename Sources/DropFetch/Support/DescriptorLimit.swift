@@ -39,9 +39,9 @@ enum DescriptorLimit {
     /// `fsync: true`, 16 at a time, ran without an EMFILE at 256, and with filings retried at 128.
     static let comfortable = 256
 
-    /// The fewest descriptors the agent runs with (below it `run --once` exits 75, a daemon 2): an idle daemon holds
-    /// about 22 (inotify, eventfds, signalfd, its lock, lease and folders). At 24, 300 small jobs
-    /// 16 at a time were claimed and none finished in 60 s; at 32 all were done, in 27 s.
+    /// The fewest descriptors the agent runs with (below it `run --once` exits 75, a daemon 2): an
+    /// idle daemon holds about 22 (inotify, eventfds, signalfd, its lock, lease and folders). At 24,
+    /// 300 small jobs 16 at a time were claimed and none finished in 60 s; at 32 all were done.
     static let minimum = 32
 
     /// How long a download, claim or filing that found no descriptor waits before it is tried
