@@ -70,15 +70,7 @@ struct DescriptorLimitTests {
 
             """.write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
         for index in 0..<12 { try fixture.drop("b\(index).url", server.url("/b\(index).bin") + "\n") }
-        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
-        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
-        agent.waitUntilExit()
-        #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
-        let failed = fixture.jobs(in: "failed")
-        let firstError = failed.first.flatMap { try? fixture.status("failed", $0).error?.message } ?? ""
-        #expect(failed.isEmpty, "\(failed.count) failed, first: \(firstError)")
-        let wrong = (0..<12).filter { fixture.downloaded("b\($0).bin").map(TestHTTPServer.sha256Hex) != sums[$0] }
-        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first b\(wrong.first ?? 0).bin")
+        try runOnceExpectingNoFailure(limit: "-n 48", fixture, files: (0..<12).map { ("b\($0).bin", sums[$0]) })
     }
 
     @Test("an agent started with fewer descriptors than it needs (24) names the limit, claims nothing and exits at once: run --once 75 (its jobs left for a later run), a daemon 2 (its unit does not restart it)",
@@ -96,6 +88,20 @@ struct DescriptorLimitTests {
         #expect(fixture.jobs(in: "done").isEmpty && fixture.jobs(in: "failed").isEmpty)
     }
 
+    /// `run --once` under `ulimit LIMIT`: it exits 0, no job is in failed/, and each of `files`
+    /// (a downloaded name and the sha256 its body has) is on disk with that sha256.
+    private func runOnceExpectingNoFailure(limit: String, _ fixture: SpoolFixture, files: [(name: String, sha256: String?)]) throws {
+        let agent = try Self.start(["run", "--once"], limit: limit, fixture)
+        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
+        agent.waitUntilExit()
+        #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
+        let failed = fixture.jobs(in: "failed")
+        let firstError = failed.first.flatMap { try? fixture.status("failed", $0).error?.message } ?? ""
+        #expect(failed.isEmpty, "\(failed.count) failed, first: \(firstError)")
+        let wrong = files.filter { fixture.downloaded($0.name).map(TestHTTPServer.sha256Hex) != $0.sha256 }
+        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first \(wrong.first?.name ?? "")")
+    }
+
     /// `jobs` small jobs, 16 at a time with `fsync: true`, run once under `ulimit LIMIT`: every one
     /// ends in done/ with its bytes; unless `descriptorsRunOut`, no descriptor ran out either.
     private func expectAllDone(limit: String, seed: UInt64, jobs: Int = 1000, descriptorsRunOut: Bool = false) throws {
@@ -108,18 +114,9 @@ struct DescriptorLimitTests {
         }
         let fixture = try SpoolFixture(extraConfig: "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
         for index in 0..<jobs { try fixture.drop("s\(index).url", server.url("/s\(index).bin") + "\n") }
-        let agent = try Self.start(["run", "--once"], limit: limit, fixture)
-        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
-        agent.waitUntilExit()
-        #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
-        let failed = fixture.jobs(in: "failed")
-        let firstError = failed.first.flatMap { try? fixture.status("failed", $0).error?.message } ?? ""
-        #expect(failed.isEmpty, "\(failed.count) failed, first: \(firstError)")
+        try runOnceExpectingNoFailure(limit: limit, fixture,
+                                      files: (0..<jobs).map { ("s\($0).bin", bodies[$0].map(TestHTTPServer.sha256Hex)) })
         #expect(fixture.jobs(in: "done").count == jobs)
-        let wrong = (0..<jobs).filter {
-            fixture.downloaded("s\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex)
-        }
-        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first s\(wrong.first ?? 0).bin")
         if !descriptorsRunOut { #expect(!fixture.log.contains("Too many open files"), "\(fixture.logTail())") }
         #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
