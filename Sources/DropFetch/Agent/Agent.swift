@@ -263,11 +263,10 @@ public final class Agent {
             // The ends (publications, filings) of the last turn go to the worker as one request (JobFinish).
             // Done on the loop (`fsync: false`), an end's handler may ask for another end (a job
             // filed after its part failed to publish): those go too, before the loop may sleep.
-            while !context.finishes.isEmpty {
-                context.finishes.flush(to: context.finishSteps, durable: config.fsync, crashPlan: context.crashPlan,
-                                       fence: context.fence, logger: logger)
-            }
-            if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.workers.allSatisfy(\.isIdle) { break }
+            while context.finishes.flush(to: context.finishSteps, limit: context.descriptorReserve / 2, durable: config.fsync,
+                                         crashPlan: context.crashPlan, fence: context.fence, logger: logger) {}
+            if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.finishes.isEmpty,
+               context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
             for worker in context.workers { worker.flush() }
@@ -409,7 +408,7 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
-        guard table.runningCount == 0, !runner.isHashing, runner.scheduler.readyCount == 0,
+        guard table.runningCount == 0, !runner.isHashing, runner.scheduler.readyCount == 0, context.finishes.isEmpty,
               context.workers.allSatisfy(\.isIdle) else { return false }
         let now = clock.now()
         let horizon = Agent.adding(now, config.onceWait)
@@ -487,7 +486,7 @@ public final class Agent {
         if let left = context.fence.millisecondsLeft() { deadline = min(deadline, now + left + 1) }
         if let look = recovery.nextLook { deadline = min(deadline, now + max(0, look - Fence.now() / 1_000_000) + 1) }
         if context.workers.contains(where: \.hasReadySteps) || runner.startsCutShort || context.receiveBudget.hasPaused
-            || !context.finishes.isEmpty { return 0 }
+            || context.finishes.isReadyToSend { return 0 }
         return Int(max(0, min(deadline - now, Int64(Int32.max))))
     }
 

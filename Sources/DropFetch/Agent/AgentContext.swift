@@ -44,6 +44,9 @@ final class AgentContext {
     let finishSteps: GroupCommit
     /// The ends (publications, filings) asked for during this loop turn, sent to `finishSteps` at its end.
     let finishes = FinishBatch()
+    /// Ends asked for and not yet handled, each holding its `.part` open: waiting for a batch
+    /// away, with the worker, or back and waiting to run.
+    var pendingFinishes: Int { finishes.count + finishSteps.pendingSteps }
     /// A new `.part` numbered at least this finds the agent short of descriptors (`DescriptorLimit`).
     let descriptorFloor: Int
     /// The descriptors kept free below the limit (`DescriptorLimit.reserve`).

@@ -75,7 +75,7 @@ final class JobRunner: AgentPart {
     /// finish batch back wakes the loop to look.
     private func holdsForDescriptors() -> Bool {
         guard let pendingAtShortage = descriptorShortage else { return false }
-        let pending = context.finishSteps.pendingSteps
+        let pending = context.pendingFinishes
         let freed = max(1, min(pendingAtShortage / 2, context.descriptorReserve / 4))
         if pending == 0 || pending <= pendingAtShortage - freed {
             descriptorShortage = nil
@@ -96,7 +96,7 @@ final class JobRunner: AgentPart {
     /// A download, claim or filing found the agent short of descriptors: starts wait
     /// (`holdsForDescriptors`).
     func noteDescriptorShortage(_ cause: String) {
-        descriptorShortage = max(descriptorShortage ?? 0, context.finishSteps.pendingSteps)
+        descriptorShortage = max(descriptorShortage ?? 0, context.pendingFinishes)
         guard !shortageLogged else { return }
         shortageLogged = true
         logger.warning("short of file descriptors: new transfers wait for finished ones to close their files (raise LimitNOFILE or ulimit -n)",

@@ -1,18 +1,30 @@
 import Logging
 
-/// The ends asked for during one loop turn (`JobFinish.Item`: a part to publish, a job to file,
-/// or both), sent to the finish-steps worker as one request at the end of the turn; each end's
-/// handler runs in its own step when the batch is back, so a large batch makes no long loop turn.
+/// The ends asked for (`JobFinish.Item`: a part to publish, a job to file, or both) since the
+/// last batch went to the finish-steps worker, sent as one request at the end of a loop turn once
+/// that batch is back: group commit, so that each of a batch's sync points (fsync: true) is made
+/// once for all the ends that came while the disk was busy, not once for each turn's few. Each
+/// end's handler runs in its own step when the batch is back, so a large batch makes no long loop turn.
 final class FinishBatch {
     private var items: [JobFinish.Item] = []
     private var handlers: [(JobFinish.Ending) -> Void] = []
+    /// Batches sent to the worker whose first handler has not run yet: while one is away, new
+    /// ends wait here for it (at most one is, but a count cannot be left set by mistake).
+    private var batchesAway = 0
 
     var isEmpty: Bool { items.isEmpty }
 
-    /// Drops this turn's ends unsent (a fenced agent takes none of them).
+    /// Ends held here, not yet with the worker (they hold their `.part`s open).
+    var count: Int { items.count }
+
+    /// Whether `flush` would send something now: the loop should not sleep.
+    var isReadyToSend: Bool { !items.isEmpty && batchesAway == 0 }
+
+    /// Drops the ends unsent (a fenced agent takes none of them, and abandons the batch away).
     func removeAll() {
         items = []
         handlers = []
+        batchesAway = 0
     }
 
     /// Adds one end; `then` gets how it ended, on the loop.
@@ -27,27 +39,42 @@ final class FinishBatch {
     /// the other core, while the loop goes on with the transfers.
     static let smallBatch = 4
 
-    /// Sends this turn's ends to `worker` as one `JobFinish`.
-    func flush(to worker: GroupCommit, durable: Bool, crashPlan: CrashPlan?, fence: Fence?, logger: Logger) {
-        guard !items.isEmpty else { return }
-        let batch = JobFinish(items, durable: durable, crashPlan: crashPlan, fence: fence)
-        let pending = handlers
-        items = []
-        handlers = []
+    /// Sends the first `limit` ends gathered to `worker` as one `JobFinish`, unless a batch is
+    /// still away; returns whether it sent any (done here, their handlers may have asked for more
+    /// ends). The worker holds a status file open for each filing of a batch until their sync, so
+    /// `limit` keeps a batch within the descriptors the agent keeps free (`DescriptorLimit.reserve`).
+    @discardableResult
+    func flush(to worker: GroupCommit, limit: Int, durable: Bool, crashPlan: CrashPlan?, fence: Fence?,
+               logger: Logger) -> Bool {
+        guard isReadyToSend else { return false }
+        let count = min(items.count, max(1, limit))
+        let batch = JobFinish(Array(items.prefix(count)), durable: durable, crashPlan: crashPlan, fence: fence)
+        let pending = Array(handlers.prefix(count))
+        items.removeFirst(count)
+        handlers.removeFirst(count)
         // Done at once, in this turn: one step runs every handler, in order.
         let handleAll: GroupCommit.Completion = { _ in
             for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
             for (position, handler) in pending.enumerated() { handler(batch.takeEnding(position)) }
         }
-        if worker.performsInline { return worker.sync([.task(batch)], then: handleAll) }
-        if !durable, pending.count < FinishBatch.smallBatch, worker.isIdle { return worker.performHere(batch, then: handleAll) }
+        if worker.performsInline {
+            worker.sync([.task(batch)], then: handleAll)
+            return true
+        }
+        if !durable, pending.count < FinishBatch.smallBatch, worker.isIdle {
+            worker.performHere(batch, then: handleAll)
+            return true
+        }
+        batchesAway += 1
         for (position, handler) in pending.enumerated() {
-            worker.sync([.task(batch)]) { _ in
+            worker.sync([.task(batch)]) { [self] _ in
                 if position == 0 {
+                    batchesAway -= 1
                     for error in batch.unsynced { logger.error("a finished file or filing may not survive a power cut: \(error)") }
                 }
                 handler(batch.takeEnding(position))
             }
         }
+        return true
     }
 }

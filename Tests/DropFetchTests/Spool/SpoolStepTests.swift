@@ -285,7 +285,7 @@ struct SpoolStepTests {
                 if case .filed = ending { filed.append(job) } else { Issue.record("\(job): \(ending)") }
             }
         }
-        batch.flush(to: commit, durable: false, crashPlan: nil, fence: nil, logger: Logger(label: "test"))
+        batch.flush(to: commit, limit: 64, durable: false, crashPlan: nil, fence: nil, logger: Logger(label: "test"))
         let inPlace = count < 4 && !workerBusy
         if inPlace {
             #expect(filed == jobs, "filed in the turn, in order")
@@ -304,6 +304,48 @@ struct SpoolStepTests {
         }
         let done = try FileManager.default.contentsOfDirectory(atPath: root + "/done").filter { $0.hasSuffix(".url") }.sorted()
         #expect(done == jobs.sorted())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spool.work).filter { $0.hasSuffix(".url") }.isEmpty)
+    }
+
+    @Test("with fsync on, ends asked for while a batch is away wait for it and go together, at most `limit` a batch, in order")
+    func finishBatchWaitsForTheBatchAway() throws {
+        let (spool, root) = try makeSpool()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        let batch = FinishBatch()
+        var filed: [String] = []
+        func end(_ job: String) throws {
+            try drop(job, in: root)
+            let name = try #require(try spool.claim(.init(relativePath: job, modified: 0)))
+            let filing = SpoolFiling(record(job), as: .done, from: spool.work + "/" + name, claim: 0, in: spool,
+                                     publishedRecords: [], filedAt: FilingJournal.now())
+            batch.add(JobFinish.Item(part: nil, filing: filing, spoolFolders: try spool.filedFolders(.done, from: spool.work + "/" + name))) { ending in
+                if case .filed = ending { filed.append(job) } else { Issue.record("\(job): \(ending)") }
+            }
+        }
+        func flush() -> Bool {
+            batch.flush(to: commit, limit: 3, durable: true, crashPlan: nil, fence: nil, logger: Logger(label: "test"))
+        }
+        try end("j0.url")
+        #expect(flush() && batch.isEmpty)
+        commit.flush()
+        let jobs = (1...5).map { "j\($0).url" }
+        for job in jobs { try end(job) }
+        #expect(!flush() && batch.count == 5 && !batch.isReadyToSend, "held while j0's batch is away")
+        try GroupCommitTests.collect(commit)
+        #expect(filed == ["j0.url"] && commit.batches == 1)
+        #expect(batch.isReadyToSend)
+        #expect(flush() && batch.count == 2, "three go, two wait")
+        #expect(!flush(), "held again")
+        commit.flush()
+        try GroupCommitTests.collect(commit)
+        #expect(filed == ["j0.url", "j1.url", "j2.url", "j3.url"] && commit.batches == 2)
+        #expect(flush() && batch.isEmpty)
+        commit.flush()
+        try GroupCommitTests.collect(commit)
+        #expect(filed == ["j0.url"] + jobs && commit.batches == 3 && commit.isIdle)
+        let done = try FileManager.default.contentsOfDirectory(atPath: root + "/done").filter { $0.hasSuffix(".url") }.sorted()
+        #expect(done == (["j0.url"] + jobs).sorted())
         #expect(try FileManager.default.contentsOfDirectory(atPath: spool.work).filter { $0.hasSuffix(".url") }.isEmpty)
     }
 
