@@ -72,6 +72,9 @@ destination: '$out'
 log_level: warning
 YAML
     printf '%s\n  out=rate.bin\n  max-download-limit=%s\n' "$URL" "$RATE" > "$spool/inbox/rate.url"
+    # Settled already (DESIGN.md §1: a job file found by a scan waits until its mtime is 2 s old),
+    # so that the wall time is the download's, as it is for curl and aria2c, not the settle wait.
+    touch -d '1 minute ago' "$spool/inbox/rate.url"
     measure dropfetch "$out/rate.bin" "$DROPFETCH" run --once --config "$WORK/config.yaml"
 else
     results+=("dropfetch skipped")
