@@ -260,11 +260,8 @@ public final class Agent {
                 runner.startRunnable()
                 runner.growSplits()
             }
-            // The ends (publications, filings) of the last turn go to the worker as one request (JobFinish).
-            // Done on the loop (`fsync: false`), an end's handler may ask for another end (a job
-            // filed after its part failed to publish): those go too, before the loop may sleep.
-            while context.finishes.flush(to: context.finishSteps, limit: context.descriptorReserve / 2, durable: config.fsync,
-                                         crashPlan: context.crashPlan, fence: context.fence, logger: logger) {}
+            // The ends (publications, filings) held go to the worker as one request (JobFinish).
+            sendFinishes()
             if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.finishes.isEmpty,
                context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
@@ -291,7 +288,10 @@ public final class Agent {
             for (key, result) in multi.completed() { runner.complete(key: key, result: result) }
             runner.openSegments()
             let workers = context.workers
-            for worker in workers where isReady(worker.descriptor) { worker.collect() }
+            for worker in workers where isReady(worker.descriptor) {
+                // The ends held for the finish batch just back go with what was gathered meanwhile.
+                worker.collect { if worker === context.finishSteps { sendFinishes() } }
+            }
             // One budget for the ready steps of all workers, each first in turn, keeps the turn short.
             let stepsDeadline = clock.nanoseconds() + GroupCommit.readyStepsBudget
             for index in workers.indices { workers[(index + turn) % workers.count].runReadySteps(until: stepsDeadline) }
@@ -373,6 +373,14 @@ public final class Agent {
         var gauges = metricsGauges
         gauges.fenced = true
         context.metrics?.write(now: clock.now(), gauges, spoolAnswers: spoolAnswers)
+    }
+
+    /// Sends the ends held in `finishes` to `finishSteps` when no finish batch is away. Done on
+    /// the loop (`fsync: false`), an end's handler may ask for another end (a job filed after its
+    /// part failed to publish): those go too, before the loop may sleep.
+    private func sendFinishes() {
+        while context.finishes.flush(to: context.finishSteps, limit: context.descriptorReserve / 2, durable: config.fsync,
+                                     crashPlan: context.crashPlan, fence: context.fence, logger: logger) {}
     }
 
     /// Whether the agent holds no job and has none on its way in or out (a claim, a step, a

@@ -42,7 +42,7 @@ final class AgentContext {
     let startSteps: GroupCommit
     /// Where publishing renames and filing moves run, off the loop thread.
     let finishSteps: GroupCommit
-    /// The ends (publications, filings) asked for during this loop turn, sent to `finishSteps` at its end.
+    /// The ends (publications, filings) asked for since the last finish batch, sent to `finishSteps` when it is back.
     let finishes = FinishBatch()
     /// Ends asked for and not yet handled, each holding its `.part` open: waiting for a batch
     /// away, with the worker, or back and waiting to run.

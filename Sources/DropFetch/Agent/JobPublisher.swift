@@ -2,7 +2,7 @@ import Glibc
 
 /// The one finish path (issue 34): a complete `.part` given its final name, a job filed, or both
 /// at once when the job's last download completes, each as one `JobFinish` item sent with the
-/// others of its loop turn: data durable → folder checked to be still below the destination root
+/// others held while the finish batch before was away (`FinishBatch`): data durable → folder checked to be still below the destination root
 /// → rename under `on_conflict` → folder durable → status durable → filed beside the job file →
 /// spool folders durable (docs/spool.md). No fsync and no rename runs on the loop thread.
 final class JobPublisher: AgentPart {
@@ -153,7 +153,7 @@ final class JobPublisher: AgentPart {
     /// kept (cancelled, deleted): after the rename on its way, under the published name too.
     func discard(_ part: PartFile) {
         let publication = publications.removeValue(forKey: ObjectIdentifier(part))
-        context.finishSteps.sync([.task(PartRemoval(part, publication: publication))]) { _ in }
+        context.finishes.remove(PartRemoval(part, publication: publication), on: context.finishSteps)
     }
 
     /// The download is done under `target`; `settle` files the job or saves its state (not when

@@ -251,14 +251,16 @@ final class GroupCommit {
     }
 
     /// Takes the batch the worker sent back: its steps become ready, and what was gathered
-    /// meanwhile goes to the worker at once.
-    func collect() {
+    /// meanwhile goes to the worker at once, with what `beforeNext` asks for once the batch's
+    /// tasks have their answers (a `FinishBatch` holding ends for its batch).
+    func collect(beforeNext: () -> Void = {}) {
         guard case .syncing(let worker, let round) = state else { return }
         guard let batch = worker.completed().first else { return }
         state = .idle(worker)
         // Every task of the batch takes its answer before the first step runs.
         let errors = batch.outcomes.indices.map { round.exchanges[$0]?.collect() ?? batch.outcomes[$0].error }
         if !round.waiters.isEmpty { ready.append((round.waiters, errors, 0)) }
+        beforeNext()
         flush()
     }
 

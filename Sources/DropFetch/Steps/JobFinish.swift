@@ -1,7 +1,7 @@
 import Glibc
 
-/// Every end of a job or of one of its downloads, as one worker request for all the ends a loop
-/// turn made (issue 34, one finish path): the parts that completed made durable and given their
+/// Every end of a job or of one of its downloads, as one worker request for all the ends asked
+/// for while the batch before was away (issue 34, one finish path; `FinishBatch`): the parts that completed made durable and given their
 /// final names under `on_conflict` (0 for a job that failed, was refused or is filed again), their
 /// folders durable, then, when the request ends the job, its status written and filed with the job
 /// file beside it and the spool folders durable. The items of a batch pass each phase together, so
@@ -53,6 +53,8 @@ final class JobFinish: WorkerTask {
     /// How each item ended, kept on the loop once the batch is back.
     private(set) var endings: [Ending]
     private(set) var unsynced: [SystemError] = []
+    /// Whether the worker's answer is here: the next batch may go (`FinishBatch`).
+    private(set) var isAnswered = false
 
     /// Item `position`'s ending, for its handler's step; the item and the ending are let go here,
     /// so that a batch of hundreds of ends is freed one step at a time, not in the last step
@@ -75,6 +77,7 @@ final class JobFinish: WorkerTask {
     fileprivate static let unfinished = Ending.notPublished(Failure(.internal, "not finished"))
 
     func received(_ answer: Answer) -> SystemError? {
+        isAnswered = true
         endings = answer.endings
         unsynced = answer.unsynced
         return nil

@@ -1,6 +1,7 @@
 /// The data of a download whose job left while it was being published (cancel, `rm`), removed on
-/// the worker after the publishing rename that may be on its way there: the `.part`, its record,
-/// and the published name too if it got one and still holds the part's inode.
+/// the worker after the publishing rename that may be on its way there or still held for the next
+/// finish batch (`FinishBatch.remove`): the `.part`, its record, and the published name too if it
+/// got one and still holds the part's inode.
 final class PartRemoval: WorkerTask {
     let request: Request
 

@@ -1,5 +1,6 @@
 @testable import DropFetch
 import Foundation
+import Logging
 import Testing
 
 /// A complete `.part` given its final name as the worker does it (`PartPublication`), under each
@@ -92,5 +93,44 @@ struct PartPublicationTests {
         _ = PartRemoval(part2, publication: overwriting).perform()
         #expect(read(path2 + "/sub/a.bin") == "theirs")
         #expect(!FileSystem.exists(path2 + "/sub/" + part2.recordName))
+    }
+
+    @Test("a removal asked for while the part's publication is held for the next finish batch goes right after it, in the batch sent when the one away is back")
+    func removalBehindAHeldPublication() throws {
+        let commit = GroupCommit(durable: true) { error in Issue.record("worker: \(error)") }
+        let batch = FinishBatch()
+        var endings: [String: JobFinish.Ending] = [:]
+        func end(_ name: String, _ part: PartFile, _ publication: PartPublication) {
+            let item = JobFinish.Item(part: .init(data: part.file, publication: publication.request, index: 0), filing: nil, spoolFolders: [])
+            batch.add(item) { endings[name] = $0 }
+        }
+        func flush() -> Bool {
+            batch.flush(to: commit, limit: 64, durable: true, crashPlan: nil, fence: nil, logger: Logger(label: "test"))
+        }
+        let (root1, part1, path1) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path1) }
+        end("first", part1, PartPublication(part1, as: "a.bin", below: root1, onConflict: .rename))
+        #expect(flush())
+        commit.flush()
+        // Cancelled while its publication waits for the first batch.
+        let (root2, part2, path2) = try makePart()
+        defer { try? FileManager.default.removeItem(atPath: path2) }
+        let publication2 = PartPublication(part2, as: "a.bin", below: root2, onConflict: .rename)
+        end("second", part2, publication2)
+        batch.remove(PartRemoval(part2, publication: publication2), on: commit)
+        #expect(!flush() && batch.count == 1)
+        try GroupCommitTests.awaitBatch(commit)
+        commit.collect { _ = flush() }
+        #expect(batch.isEmpty && commit.batches == 2, "the held end and the removal went with the collect")
+        while commit.hasReadySteps { commit.runReadySteps() }
+        try GroupCommitTests.collect(commit)
+        guard case .published("a.1.bin") = endings["first"], case .published("a.1.bin") = endings["second"] else {
+            Issue.record("\(endings)")
+            return
+        }
+        #expect(read(path1 + "/sub/a.1.bin") == "new")
+        // Published, then removed: the removal did not run before the rename.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path2 + "/sub") == ["a.bin"])
+        #expect(read(path2 + "/sub/a.bin") == "old")
     }
 }
