@@ -2,9 +2,10 @@ import Glibc
 
 /// The one finish path (issue 34): a complete `.part` given its final name, a job filed, or both
 /// at once when the job's last download completes, each as one `JobFinish` item sent with the
-/// others held while the finish batch before was away (`FinishBatch`): data durable → folder checked to be still below the destination root
-/// → rename under `on_conflict` → folder durable → status durable → filed beside the job file →
-/// spool folders durable (docs/spool.md). No fsync and no rename runs on the loop thread.
+/// others held while the finish batch before was away (`FinishBatch`): data durable → folder
+/// checked to be still below the destination root → rename under `on_conflict` → folder durable →
+/// status durable → filed beside the job file → spool folders durable (docs/spool.md). No fsync
+/// and no rename runs on the loop thread.
 final class JobPublisher: AgentPart {
     let context: AgentContext
     unowned var runner: JobRunner!

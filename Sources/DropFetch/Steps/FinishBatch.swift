@@ -21,7 +21,7 @@ final class FinishBatch {
     var count: Int { items.count }
 
     /// Whether `flush` would send something now: the loop should not sleep.
-    var isReadyToSend: Bool { !items.isEmpty && away?.isAnswered ?? true }
+    var isReadyToSend: Bool { !items.isEmpty && (away?.isAnswered ?? true) }
 
     /// Drops the ends and removals unsent (a fenced agent takes none of them, and abandons the batch away).
     func removeAll() {

@@ -1,12 +1,13 @@
 import Glibc
 
 /// Every end of a job or of one of its downloads, as one worker request for all the ends asked
-/// for while the batch before was away (issue 34, one finish path; `FinishBatch`): the parts that completed made durable and given their
-/// final names under `on_conflict` (0 for a job that failed, was refused or is filed again), their
-/// folders durable, then, when the request ends the job, its status written and filed with the job
-/// file beside it and the spool folders durable. The items of a batch pass each phase together, so
-/// every folder is synced once per batch, while each item's durable events keep the order of the
-/// finish protocol (docs/spool.md); with `fsync: false` the syncs are left out.
+/// for while the batch before was away (issue 34, one finish path; `FinishBatch`): the parts that
+/// completed made durable and given their final names under `on_conflict` (0 for a job that
+/// failed, was refused or is filed again), their folders durable, then, when the request ends the
+/// job, its status written and filed with the job file beside it and the spool folders durable.
+/// The items of a batch pass each phase together, so every folder is synced once per batch, while
+/// each item's durable events keep the order of the finish protocol (docs/spool.md); with
+/// `fsync: false` the syncs are left out.
 final class JobFinish: WorkerTask {
     /// A complete `.part` to publish.
     struct Part: Sendable {
