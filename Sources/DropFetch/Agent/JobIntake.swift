@@ -201,7 +201,7 @@ final class JobIntake: AgentPart {
               job.part(of: 0) == nil, job.phase(of: 0) == .queued else {
             return first.part.discard()
         }
-        if runner.noteDescriptor(of: first.part), JobRunner.holdsNoData(first.part) { return first.part.discard() }
+        if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return first.part.discard() }
         job.take(first.part, for: 0)
     }
 

@@ -110,17 +110,11 @@ final class JobRunner: AgentPart {
     /// 12 split downloads each kept theirs and none could open its digest's reader.
     func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
         noteDescriptorShortage(cause)
-        if let part = job.part(of: index), JobRunner.holdsNoData(part) {
+        if let part = job.part(of: index), part.holdsNoData {
             part.discard()
             job.releasePart(of: index)
         }
         carryOut(job.apply(.descriptorsShort(until: clock.now() + DescriptorLimit.retryDelay), to: index), job, index)
-    }
-
-    /// Whether `part` holds no data, so that giving it up loses nothing: no piece map, and an
-    /// empty file (fstat(2): a split's connections write with pwrite and leave `size` behind).
-    static func holdsNoData(_ part: PartFile) -> Bool {
-        part.size == 0 && part.record.pieces == nil && (try? part.file.status().st_size) == 0
     }
 
     func start(_ entry: Scheduler.Entry) {

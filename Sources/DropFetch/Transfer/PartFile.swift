@@ -47,6 +47,9 @@ final class PartFile {
     /// Created empty here (O_EXCL, under this process's flock) and not written since: its size is
     /// known to be 0 without an fstat(2).
     private(set) var isUntouched = false
+    /// Whether giving the part up loses nothing: no piece map, and an empty file (fstat(2): a
+    /// split's connections write with pwrite and leave `size` behind).
+    var holdsNoData: Bool { size == 0 && record.pieces == nil && (try? file.status().st_size) == 0 }
     /// How many times the data was cut back (truncate): a sync asked for before a cut proves nothing after it.
     private(set) var cuts = 0
     var recordName: String { ResumeRecord.name(forPart: name) }
