@@ -13,6 +13,8 @@ final class Job {
         let lifecycle: DownloadLifecycle
         /// The `.part` this download owns from the moment its name is chosen until it is published.
         let part: PartFile?
+        /// The `.part` closed while the download waits for a descriptor, still its own on disk.
+        let setAside: SetAsidePart?
         /// The published part whose resume record still proves the file is this job's; removed once
         /// the job's status file names the file.
         let publishedRecord: PublishedRecord?
@@ -50,6 +52,8 @@ final class Job {
     private(set) var machine: JobMachine
     private let clock: AgentClock
     private var parts: [PartFile?]
+    /// By download: rare (a shortage of descriptors), so no storage until one is set aside.
+    private var setAsideParts: [Int: SetAsidePart] = [:]
     private var publishedRecords: [PublishedRecord?]
 
     init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
@@ -100,7 +104,7 @@ final class Job {
 
     func download(_ index: Int) -> Download {
         Download(spec: spec.downloads[index], lifecycle: machine.downloads[index], part: parts[index],
-                 publishedRecord: publishedRecords[index])
+                 setAside: setAsideParts.isEmpty ? nil : setAsideParts[index], publishedRecord: publishedRecords[index])
     }
 
     /// The `.part` download `index` owns, if any.
@@ -130,12 +134,27 @@ final class Job {
     /// Download `index` owns `part` from now until it is published or given up.
     func take(_ part: PartFile, for index: Int) {
         parts[index] = part
+        if !setAsideParts.isEmpty { setAsideParts[index] = nil }
         apply(.nameTaken(size: part.size, recordMirror: part.record.mirror, finalPath: part.finalPath), to: index)
     }
 
     /// Download `index` no longer owns a `.part` (published, kept as a bad copy, or given up).
     func releasePart(of index: Int) {
         parts[index] = nil
+    }
+
+    /// Download `index` closes its `.part`, which holds no data, and keeps the name on disk
+    /// (SetAsidePart): it waits for a descriptor, and its next reservation reopens the part.
+    func setAside(_ part: PartFile, for index: Int) {
+        parts[index] = nil
+        setAsideParts[index] = SetAsidePart(part)
+    }
+
+    /// Download `index` gives up the part it set aside, if any: it ended, or its reservation
+    /// answered (and dealt with the part on its worker).
+    func dropSetAside(of index: Int, removing: Bool) {
+        if removing { setAsideParts[index]?.remove() }
+        setAsideParts[index] = nil
     }
 
     /// The published file's record stays until the job's status file names the file.

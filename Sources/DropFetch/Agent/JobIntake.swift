@@ -192,16 +192,17 @@ final class JobIntake: AgentPart {
     /// as the claim's worker saw it (same class, no reload since) and that download has none yet;
     /// else it is removed, and the download takes its name when it starts, under the config in force.
     ///
-    /// An empty one numbered past the descriptor floor is removed too: parts of claimed jobs that
-    /// wait to run would otherwise take the descriptors their connections need (under
-    /// `ulimit -n 48`, 16 claims ahead held them all and no transfer ever connected).
+    /// An empty one numbered past the descriptor floor is closed, kept on disk as the download's
+    /// (SetAsidePart): parts of claimed jobs that wait to run would otherwise take the descriptors
+    /// their connections need (under `ulimit -n 48`, 16 claims ahead held them all and no transfer
+    /// ever connected).
     private func takeFirstPart(_ first: JobClaim.FirstPart, of admitted: Job?) {
         guard let job = admitted, first.generation == runner.names.generation,
               job.record.className == first.className, !job.indices.isEmpty,
               job.part(of: 0) == nil, job.phase(of: 0) == .queued else {
             return first.part.discard()
         }
-        if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return first.part.discard() }
+        if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return job.setAside(first.part, for: 0) }
         job.take(first.part, for: 0)
     }
 

@@ -105,15 +105,12 @@ final class JobRunner: AgentPart {
 
     /// A download that found no descriptor (for its name, a connection, its digest, or the last
     /// connection of a split): tried again after `DescriptorLimit.retryDelay`, without spending
-    /// an attempt. An empty `.part` is given up meanwhile (its name is taken again at the next
-    /// start), so that downloads waiting for descriptors do not hold them: under `ulimit -n 40`,
-    /// 12 split downloads each kept theirs and none could open its digest's reader.
+    /// an attempt. An empty `.part` is closed meanwhile and kept on disk (SetAsidePart; the next
+    /// start reopens it), so that downloads waiting for descriptors do not hold them: under
+    /// `ulimit -n 40`, 12 split downloads each kept theirs and none could open its digest's reader.
     func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
         noteDescriptorShortage(cause)
-        if let part = job.part(of: index), part.holdsNoData {
-            part.discard()
-            job.releasePart(of: index)
-        }
+        if let part = job.part(of: index), part.holdsNoData { job.setAside(part, for: index) }
         carryOut(job.apply(.descriptorsShort(until: clock.now() + DescriptorLimit.retryDelay), to: index), job, index)
     }
 
@@ -145,6 +142,7 @@ final class JobRunner: AgentPart {
                 return reservation.release(keeping: place == .hold || place == .inbox || claimedAgain == true)
             }
             job.apply(.reservationBack, to: index)
+            if !reservation.keepsSetAside { job.dropSetAside(of: index, removing: false) }
             took(reservation.choice, entry, job)
         }
     }
@@ -438,6 +436,9 @@ final class JobRunner: AgentPart {
                 try? part.saveRecord()
             }
             job.releasePart(of: index)
+        } else if job.download(index).setAside != nil {
+            job.dropSetAside(of: index, removing: true)
+            dataRemoved = true
         }
         carryOut(job.apply(.failed(failure, dataRemoved: dataRemoved), to: index), job, index)
     }
@@ -536,7 +537,9 @@ final class JobRunner: AgentPart {
         let place = spool.whereIs(job: job.record.job, workName: workName, folder: job.record.folder ?? "")
         let keep = place == .hold || place == .inbox
         if !keep {
-            for download in job.downloads {
+            for (index, download) in job.downloads.enumerated() {
+                // A reservation on its way deals with the part set aside (`PartReservation.release`).
+                if download.setAside != nil, download.phase != .reserving { job.dropSetAside(of: index, removing: true) }
                 guard let part = download.part else { continue }
                 if download.phase == .publishing { publisher.discard(part) } else { part.discard() }
             }
@@ -555,7 +558,7 @@ final class JobRunner: AgentPart {
         // A job whose output name is taken (or being taken) keeps its class: its `.part` lies in
         // that class's destination, and its admission place was counted under it.
         for job in table.allJobs where job.record.started == nil
-            && !job.downloads.contains(where: { $0.part != nil || $0.phase == .reserving }) {
+            && !job.downloads.contains(where: { $0.part != nil || $0.setAside != nil || $0.phase == .reserving }) {
             guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
             job.handle(.reclassified(className: found?.name ?? "default", priority: job.spec.priority ?? found?.priority ?? 0))
         }

@@ -71,7 +71,7 @@ final class OutputNames: AgentPart {
             root: root, subfolder: subfolder, dir: download.spec.dir,
             name: download.spec.out ?? FileName.fromURL(download.spec.urls[0]), owner: job.owner,
             onConflict: config.onConflict, digest: config.digest, mode: config.fileMode, durable: config.fsync,
-            key: key, distrustsData: job.distrustsData))
+            key: key, distrustsData: job.distrustsData, setAside: download.setAside))
     }
 
     static func folderFailure(_ error: SystemError, dir: String?) -> Failure {

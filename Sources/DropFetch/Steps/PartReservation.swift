@@ -12,13 +12,20 @@ final class PartReservation: WorkerTask {
 
     init(root: DirectoryHandle, subfolder: String, dir: String?, name: String, owner: PartOwner,
          onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey,
-         distrustsData: Bool = false) {
+         distrustsData: Bool = false, setAside: SetAsidePart? = nil) {
         request = Request(root: root, subfolder: subfolder, dir: dir, name: name, owner: owner, onConflict: onConflict,
-                          digest: digest, mode: mode, durable: durable, key: key, distrustsData: distrustsData)
+                          digest: digest, mode: mode, durable: durable, key: key, distrustsData: distrustsData,
+                          setAside: setAside)
     }
+
+    /// Whether the part the download set aside is still its own on disk once the answer is back:
+    /// the download waits (for the name's owner, a descriptor, free space) and tries again.
+    /// Otherwise the worker reopened it as the part reserved, or removed it.
+    private(set) var keepsSetAside = false
 
     /// The part taken on the worker becomes the loop's `PartFile` here.
     func received(_ answer: Answer) -> SystemError? {
+        keepsSetAside = request.setAside != nil && answer.keepsSetAside
         switch answer {
         case .reserved(let part): choice = .reserved(PartFile(handedOver: part))
         case .published(let file, let bytes, let sha256, let record):
@@ -37,6 +44,15 @@ final class PartReservation: WorkerTask {
         case ownerBusy(String)
         case noDescriptors(SystemError)
         case failed(Failure)
+
+        /// `keepsSetAside`, as the worker acts on it.
+        var keepsSetAside: Bool {
+            switch self {
+            case .ownerBusy, .noDescriptors: true
+            case .failed(let failure): failure.kind == .noSpace
+            case .reserved, .published: false
+            }
+        }
     }
 
     struct Request: WorkerRequest {
@@ -53,6 +69,9 @@ final class PartReservation: WorkerTask {
         /// The job was adopted from an agent that may still be running elsewhere (DESIGN.md §10
         /// Fencing): its `.part` is replaced by a new file, which that agent never opened.
         let distrustsData: Bool
+        /// The download's part set aside while it waited for a descriptor: its name is tried first
+        /// (the name the job chose), and the part is removed if the download takes another or ends.
+        let setAside: SetAsidePart?
 
         func perform() -> Answer {
             let folder: DirectoryHandle
@@ -60,57 +79,81 @@ final class PartReservation: WorkerTask {
                 folder = try root.descend(subfolder, create: true)
             } catch {
                 if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
-                return .failed(OutputNames.folderFailure(error, dir: dir))
+                let failure = OutputNames.folderFailure(error, dir: dir)
+                if failure.kind != .noSpace { setAside?.remove() }
+                return .failed(failure)
             }
+            let preferred = setAside.flatMap { $0.location.folder.path == folder.path ? $0.location.finalName : nil }
+            let answer: Answer
             do {
-                for candidate in OutputNames.variants(of: name) {
-                    if let final = try folder.status(candidate) {
-                        if try OutputNames.isPublished(candidate, final, in: folder, by: owner, key: key) {
-                            // Under `digest: none` the status file has no SHA-256 and none of the file is read.
-                            let sha256 = digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
-                            let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
-                            let record = (folder, recordName, PartFile.readRecord(recordName, in: folder, key: key))
-                            return .published(file: FileSystem.join(folder.path, candidate), bytes: Int64(final.st_size), sha256: sha256,
-                                              record: record)
-                        }
-                        switch onConflict {
-                        case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
-                        case .rename: continue
-                        case .overwrite: break
-                        }
-                    }
-                    var reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
-                    if distrustsData, case .ours(let found) = reservation, !found.isUntouched {
-                        // A write of the fenced owner may still land in that file: a new one starts from 0.
-                        found.discard()
-                        reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
-                    }
-                    switch reservation {
-                    case .ours(let part):
-                        return .reserved(part.handOver())
-                    case .obstructed(let reason):
-                        // Nobody's to wait for: `rename` takes the next name, the others fail.
-                        if onConflict == .rename { continue }
-                        return .failed(Failure(.exists, reason))
-                    case .taken(let other):
-                        switch onConflict {
-                        case .rename: continue
-                        case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(other) (on_conflict: fail)"))
-                        case .overwrite: return .ownerBusy(other)
-                        }
-                    }
-                }
+                answer = try choose(in: folder, preferring: preferred)
             } catch {
                 if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
-                return .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
+                answer = .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
+            }
+            switch answer {
+            case .reserved: break // `take` reopened the part set aside, or removed it for another name.
+            default: if !answer.keepsSetAside { setAside?.remove() }
+            }
+            return answer
+        }
+
+        /// The names under `on_conflict`, `preferred` first.
+        private func choose(in folder: DirectoryHandle, preferring preferred: String?) throws(SystemError) -> Answer {
+            if let preferred, let answer = try take(preferred, in: folder) { return answer }
+            for candidate in OutputNames.variants(of: name) where candidate != preferred {
+                if let answer = try take(candidate, in: folder) { return answer }
             }
             return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
+        }
+
+        /// Takes `candidate`, or finds this job's published file under it; nil: the next name.
+        private func take(_ candidate: String, in folder: DirectoryHandle) throws(SystemError) -> Answer? {
+            if let final = try folder.status(candidate) {
+                if try OutputNames.isPublished(candidate, final, in: folder, by: owner, key: key) {
+                    // Under `digest: none` the status file has no SHA-256 and none of the file is read.
+                    let sha256 = digest == .sha256 ? try OutputNames.sha256(of: candidate, final, in: folder) : nil
+                    let recordName = ResumeRecord.name(forPart: PartFile.partName(for: candidate))
+                    let record = (folder, recordName, PartFile.readRecord(recordName, in: folder, key: key))
+                    return .published(file: FileSystem.join(folder.path, candidate), bytes: Int64(final.st_size), sha256: sha256,
+                                      record: record)
+                }
+                switch onConflict {
+                case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
+                case .rename: return nil
+                case .overwrite: break
+                }
+            }
+            var reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+            if distrustsData, case .ours(let found) = reservation, !found.isUntouched {
+                // A write of the fenced owner may still land in that file: a new one starts from 0.
+                found.discard()
+                reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+            }
+            switch reservation {
+            case .ours(let part):
+                if let setAside, !setAside.isAt(part.location) { setAside.remove() }
+                return .reserved(part.handOver())
+            case .obstructed(let reason):
+                // Nobody's to wait for: `rename` takes the next name, the others fail.
+                if onConflict == .rename { return nil }
+                return .failed(Failure(.exists, reason))
+            case .taken(let other):
+                switch onConflict {
+                case .rename: return nil
+                case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(other) (on_conflict: fail)"))
+                case .overwrite: return .ownerBusy(other)
+                }
+            }
         }
     }
 
     /// A reservation whose job left while it ran: the `.part` it took is kept for the job if the job
-    /// waits in hold/ or the inbox (or was claimed again), else removed with its record.
+    /// waits in hold/ or the inbox (or was claimed again), else removed with its record, and so is
+    /// a part set aside that the answer left on disk.
     func release(keeping keep: Bool) {
-        if case .reserved(let part) = choice, !keep { part.discard() }
+        guard !keep else { return }
+        if case .reserved(let part) = choice { part.discard() }
+        if keepsSetAside { request.setAside?.remove() }
     }
 }

@@ -13,10 +13,26 @@ struct PartReservationTests {
     }
 
     private func reservation(_ root: DirectoryHandle, job: String, claim: UInt64, subfolder: String = "",
-                             onConflict: Config.ConflictPolicy = .rename) -> PartReservation {
+                             onConflict: Config.ConflictPolicy = .rename, setAside: SetAsidePart? = nil) -> PartReservation {
         PartReservation(root: root, subfolder: subfolder, dir: subfolder.isEmpty ? nil : subfolder, name: "a.bin",
                         owner: PartOwner(job: job, claim: claim), onConflict: onConflict, digest: .sha256,
-                        mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)))
+                        mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)), setAside: setAside)
+    }
+
+    /// Reserves a name for `job` and sets its part aside as a download waiting for a descriptor
+    /// does (`Job.setAside`): the part's descriptor is closed when the reservation goes.
+    private func reserveAndSetAside(_ root: DirectoryHandle, job: String, claim: UInt64, subfolder: String = "",
+                                    setAside earlier: SetAsidePart? = nil) throws -> SetAsidePart {
+        let taken = reservation(root, job: job, claim: claim, subfolder: subfolder, setAside: earlier)
+        _ = taken.perform()
+        guard case .reserved(let part) = taken.choice else { throw ReservationRefused(choice: "\(taken.choice)") }
+        return SetAsidePart(part)
+    }
+
+    private struct ReservationRefused: Error { let choice: String }
+
+    private func inode(_ path: String) throws -> UInt64 {
+        try #require(FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64)
     }
 
     @Test("a folder planted as the .part is skipped under rename and fails the download under fail and overwrite, never waited for")
@@ -115,5 +131,94 @@ struct PartReservationTests {
         }
         #expect(try files(in: path) == [part.name])
         #expect(PartFile.readMark(part.name, in: part.folder, key: RecordKey(bytes: Array(repeating: 9, count: 32)))?.owner == "x.url")
+    }
+
+    @Test("a part set aside while its download waits for a descriptor keeps the name: another job takes a.1.bin under rename, fails with exists under fail, waits under overwrite; the download's next reservation reopens the same file")
+    func setAsidePartKeepsItsName() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let setAside = try reserveAndSetAside(root, job: "x.url", claim: 1)
+        let firstInode = try inode(path + "/.a.bin.part")
+        #expect(setAside.inode == firstInode)
+
+        let renamed = reservation(root, job: "y.url", claim: 2)
+        _ = renamed.perform()
+        guard case .reserved(let other) = renamed.choice else {
+            Issue.record("not reserved: \(renamed.choice)")
+            return
+        }
+        #expect(other.finalName == "a.1.bin")
+        let failing = reservation(root, job: "z.url", claim: 3, onConflict: .fail)
+        _ = failing.perform()
+        guard case .failed(let failure) = failing.choice else {
+            Issue.record("expected exists: \(failing.choice)")
+            return
+        }
+        #expect(failure.kind == .exists)
+        #expect(failure.message.contains("x.url"), "the owner is named: \(failure.message)")
+        let waiting = reservation(root, job: "z.url", claim: 3, onConflict: .overwrite)
+        _ = waiting.perform()
+        guard case .ownerBusy(let owner) = waiting.choice else {
+            Issue.record("expected to wait for x.url: \(waiting.choice)")
+            return
+        }
+        #expect(owner == "x.url")
+
+        let again = reservation(root, job: "x.url", claim: 1, setAside: setAside)
+        _ = again.perform()
+        guard case .reserved(let reopened) = again.choice else {
+            Issue.record("not reopened: \(again.choice)")
+            return
+        }
+        #expect(reopened.finalName == "a.bin")
+        #expect(reopened.record.part == firstInode, "the same file, not a new one")
+        #expect(!again.keepsSetAside)
+    }
+
+    @Test("a download set aside under a.1.bin takes a.1.bin again when a.bin is free by then; when a.1.bin itself was taken meanwhile it takes the next free name and its set-aside part is removed")
+    func setAsidePartUnderARenamedName() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let first = reservation(root, job: "y.url", claim: 2)
+        _ = first.perform()
+        let setAside = try reserveAndSetAside(root, job: "x.url", claim: 1)
+        #expect(setAside.location.finalName == "a.1.bin")
+        // y is cancelled: a.bin is free.
+        first.release(keeping: false)
+        let secondSetAside = try reserveAndSetAside(root, job: "x.url", claim: 1, setAside: setAside)
+        #expect(secondSetAside.location.finalName == "a.1.bin", "the name the job chose, not the one freed since")
+        #expect(try files(in: path) == [".a.1.bin.part"])
+
+        // A file is written under a.1.bin by someone else while the download waits.
+        try Data("not ours".utf8).write(to: URL(fileURLWithPath: path + "/a.1.bin"))
+        let moved = reservation(root, job: "x.url", claim: 1, setAside: secondSetAside)
+        _ = moved.perform()
+        guard case .reserved(let part) = moved.choice else {
+            Issue.record("not reserved: \(moved.choice)")
+            return
+        }
+        #expect(part.finalName == "a.bin")
+        #expect(try files(in: path) == [".a.bin.part", "a.1.bin"], "the part set aside under a.1.bin is removed")
+    }
+
+    @Test("a reservation that answers with a wait (another owner of the name) leaves the part set aside on disk; if the job left meanwhile, its release removes it")
+    func setAsidePartOfAWaitingReservation() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // The part was set aside in sub/; the job's destination is now the root (a reload), where
+        // y owns a.bin.
+        let setAside = try reserveAndSetAside(root, job: "x.url", claim: 1, subfolder: "sub")
+        let owner = reservation(root, job: "y.url", claim: 2)
+        _ = owner.perform()
+        let waiting = reservation(root, job: "x.url", claim: 1, onConflict: .overwrite, setAside: setAside)
+        _ = waiting.perform()
+        guard case .ownerBusy = waiting.choice else {
+            Issue.record("expected to wait for y.url: \(waiting.choice)")
+            return
+        }
+        #expect(waiting.keepsSetAside)
+        #expect(try files(in: path + "/sub") == [".a.bin.part"])
+        waiting.release(keeping: false)
+        #expect(try files(in: path + "/sub").isEmpty)
     }
 }
