@@ -360,7 +360,17 @@ final class PartFile {
     /// The data that can be resumed over `kind`: what the record counts as fsynced and the file
     /// still holds, provided a validator can prove the server's file unchanged; anything else is cut off.
     func resumableBytes(over kind: TransferProtocol = .http) throws(SystemError) -> Int64 {
-        if !isUntouched { size = Int64(try file.status().st_size) }
+        if !isUntouched {
+            let onDisk = Int64(try file.status().st_size)
+            if onDisk != size {
+                size = onDisk
+                // Grown behind this part's appends (a split's connections write with pwrite(2)):
+                // the file offset stayed where the appends left it, so the next write seeks. When
+                // the size on disk was the resume point, a write once landed at the old offset,
+                // over the pieces written (a digest then read past the end of the file).
+                position = nil
+            }
+        }
         let usable = record.canResume(over: kind) ? record.trustedBytes(of: size) : 0
         try truncate(to: usable)
         return usable

@@ -97,4 +97,29 @@ struct PieceRecordFileTests {
         let reopened = try reserve(folder)
         #expect(try reopened.resumableBytes() == 1000, "a one-connection resume stops at the first hole")
     }
+
+    @Test("a one-connection resume after a split whose other connections wrote up to the resume point appends there, not where the first connection's writes stopped")
+    func resumeAfterPiecesWrittenBehindTheAppends() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pieces-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try DirectoryHandle.openRoot(path, create: true)
+        let part = try reserve(folder)
+        part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v1\"", lastModified: nil, total: 4000)
+        // The first connection appends its 1,000 bytes as a transfer does; a second one writes
+        // the next piece with pwrite(2), up to the end of the file.
+        try part.file.write(Array(repeating: 1, count: 1000))
+        part.size += 1000
+        try part.file.write(Array(repeating: 2, count: 2000), at: 1000)
+        try part.recordPieces(PieceMap(total: 4000, done: [.init(0, 3000)]))
+
+        #expect(try part.resumableBytes() == 3000)
+        try part.file.write(Array(repeating: 3, count: 1000))
+        part.size += 1000
+
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: part.path)))
+        #expect(bytes.count == 4000)
+        #expect(bytes[0..<1000].allSatisfy { $0 == 1 })
+        #expect(bytes[1000..<3000].allSatisfy { $0 == 2 }, "the second connection's piece is not overwritten")
+        #expect(bytes[3000..<4000].allSatisfy { $0 == 3 })
+    }
 }
