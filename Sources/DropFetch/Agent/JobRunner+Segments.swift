@@ -108,6 +108,10 @@ extension JobRunner {
         } catch {
             // The first connection goes on alone.
             if let error = error as? SystemError, DescriptorLimit.isShortage(error) {
+                // Split a second later, when a descriptor may be free (`growSplits`).
+                growable.insert(key)
+                splitWaitsUntil[key] = clock.now() + DescriptorLimit.retryDelay
+                logger.debug("not split yet: no descriptor free", metadata: ["job": "\(job.record.job)"])
                 return noteDescriptorShortage("cannot split the download: \(error)")
             }
             return logger.warning("cannot split the download: \(error)", metadata: ["job": "\(job.record.job)"])
@@ -125,16 +129,23 @@ extension JobRunner {
 
     /// Gives the places left after this turn's starts to running downloads that may open more
     /// connections than they have (issue 36: a split download gains connections when another
-    /// job's end frees one): a download left unsplit for want of room is split now, a split one
-    /// opens segments on its largest pieces left. Queued downloads take their places first
-    /// (`startRunnable` runs before).
+    /// job's end frees one): a download left unsplit for want of room is split now (one whose
+    /// split found no descriptor, a second later: `splitWaitsUntil`), a split one opens segments
+    /// on its largest pieces left. Queued downloads take their places first (`startRunnable` runs
+    /// before).
     func growSplits() {
         guard !growable.isEmpty, admission.hasRoom else { return }
+        let now = clock.now()
         for key in growable.sorted() {
             guard let (lead, unit) = table.transfers(ofKey: key), let job = table.job(unit.job),
                   job.phase(of: unit.download) == .running(key: key) else {
                 growable.remove(key)
+                splitWaitsUntil[key] = nil
                 continue
+            }
+            if let until = splitWaitsUntil[key] {
+                guard now >= until else { continue }
+                splitWaitsUntil[key] = nil
             }
             guard admission.room(host: lead.request.host, className: job.record.className) > 0 else { continue }
             growable.remove(key)
@@ -232,7 +243,7 @@ extension JobRunner {
 
     /// Every piece is written: the digests are finished on their worker, then the file is published.
     private func completeSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit) {
-        _ = table.ended(key: lead.easy.key)
+        transferEnded(key: lead.easy.key)
         if let descriptor = group.digestPending() {
             return hashing.append(PendingDigest(descriptor: descriptor, transfer: lead, unit: unit, result: CURLE_OK,
                                                 group: group))
@@ -266,7 +277,7 @@ extension JobRunner {
     /// Every connection failed with pieces still missing: the attempt fails; the pieces written
     /// are recorded, so that the next one asks only for the rest.
     private func failSplit(_ group: SegmentedDownload, _ lead: Transfer, _ unit: Scheduler.Unit, _ job: Job) {
-        _ = table.ended(key: lead.easy.key)
+        transferEnded(key: lead.easy.key)
         job.apply(.transferEnded(now: clock.now()), to: unit.download)
         try? group.part.recordPieces(group.plan.map)
         var failure = group.lastFailure ?? TransferFailure(failure: Failure(.network, "every segment failed"), httpStatus: nil,
@@ -299,6 +310,6 @@ extension JobRunner {
                 admission.finished(host: transfer.request.host, className: className)
             }
         }
-        _ = table.ended(key: lead.easy.key)
+        transferEnded(key: lead.easy.key)
     }
 }

@@ -21,6 +21,10 @@ final class JobRunner: AgentPart {
     /// Running downloads (by their first transfer's key) that may open more connections than they
     /// have once a place frees up (`growSplits`).
     var growable: Set<Int> = []
+    /// Downloads in `growable` whose split found no descriptor (its digest's reader): the loop time
+    /// (ms) before which `growSplits` does not try again, so that a shortage does not make every
+    /// loop turn rewrite the record and fail again.
+    var splitWaitsUntil: [Int: Int64] = [:]
     /// Every agent's index of done URLs, read on before each duplicate check (JobRunner+Duplicates.swift).
     let doneURLs = DoneIndex.Lookup()
     /// The finish steps pending when a reservation found the agent short of descriptors: until
@@ -283,12 +287,24 @@ final class JobRunner: AgentPart {
                                outOfDescriptors: systemError.map(DescriptorLimit.isShortage) ?? false)
     }
 
+    /// Forgets the transfer under `key` (JobTable.ended). The key is its easy handle's address,
+    /// which a later handle may take: it leaves `growable` too, so that `growSplits` never splits
+    /// another download by it.
+    @discardableResult
+    func transferEnded(key: Int) -> (transfer: Transfer, unit: Scheduler.Unit)? {
+        if !growable.isEmpty {
+            growable.remove(key)
+            splitWaitsUntil[key] = nil
+        }
+        return table.ended(key: key)
+    }
+
     /// Handles a transfer libcurl reports as done.
     func complete(key: Int, result: CURLcode) {
         if let download = table.download(ofConnection: key), let group = table.group(key: download) {
             return segmentEnded(key, result, of: download, group)
         }
-        guard let (transfer, unit) = table.ended(key: key) else { return }
+        guard let (transfer, unit) = transferEnded(key: key) else { return }
         multi.remove(transfer.easy)
         admission.finished(host: transfer.request.host, className: table.job(unit.job)?.record.className ?? "default")
         bandwidth.transferEnded(key: key)
@@ -480,7 +496,7 @@ final class JobRunner: AgentPart {
                 }
                 continue
             }
-            _ = table.ended(key: transfer.easy.key)
+            transferEnded(key: transfer.easy.key)
             multi.remove(transfer.easy)
             try? transfer.part.checkpoint()
             if let job = table.job(unit.job) {
@@ -524,7 +540,7 @@ final class JobRunner: AgentPart {
                 job.apply(.left, to: unit.download)
                 continue
             }
-            _ = table.ended(key: transfer.easy.key)
+            transferEnded(key: transfer.easy.key)
             multi.remove(transfer.easy)
             try? transfer.part.saveRecord()
             admission.finished(host: transfer.request.host, className: job.record.className)
