@@ -13,8 +13,9 @@ final class Job {
         let lifecycle: DownloadLifecycle
         /// The `.part` this download owns from the moment its name is chosen until it is published.
         let part: PartFile?
-        /// The `.part` closed while the download waits for a descriptor, still its own on disk.
-        let setAside: SetAsidePart?
+        /// The name the download chose before its next reservation (a part set aside while it
+        /// waits for a descriptor, or the file an earlier run recorded), still its own on disk.
+        let earlier: PartReservation.EarlierName?
         /// The published part whose resume record still proves the file is this job's; removed once
         /// the job's status file names the file.
         let publishedRecord: PublishedRecord?
@@ -52,8 +53,9 @@ final class Job {
     private(set) var machine: JobMachine
     private let clock: AgentClock
     private var parts: [PartFile?]
-    /// By download: rare (a shortage of descriptors), so no storage until one is set aside.
-    private var setAsideParts: [Int: SetAsidePart] = [:]
+    /// By download: rare (a descriptor shortage, a job held or stopped mid-download), so no
+    /// storage until there is one.
+    private var earlierNames: [Int: PartReservation.EarlierName] = [:]
     private var publishedRecords: [PublishedRecord?]
 
     init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
@@ -104,7 +106,7 @@ final class Job {
 
     func download(_ index: Int) -> Download {
         Download(spec: spec.downloads[index], lifecycle: machine.downloads[index], part: parts[index],
-                 setAside: setAsideParts.isEmpty ? nil : setAsideParts[index], publishedRecord: publishedRecords[index])
+                 earlier: earlierNames.isEmpty ? nil : earlierNames[index], publishedRecord: publishedRecords[index])
     }
 
     /// The `.part` download `index` owns, if any.
@@ -134,7 +136,7 @@ final class Job {
     /// Download `index` owns `part` from now until it is published or given up.
     func take(_ part: PartFile, for index: Int) {
         parts[index] = part
-        if !setAsideParts.isEmpty { setAsideParts[index] = nil }
+        if !earlierNames.isEmpty { earlierNames[index] = nil }
         apply(.nameTaken(size: part.size, recordMirror: part.record.mirror, finalPath: part.finalPath), to: index)
     }
 
@@ -147,14 +149,20 @@ final class Job {
     /// (SetAsidePart): it waits for a descriptor, and its next reservation reopens the part.
     func setAside(_ part: PartFile, for index: Int) {
         parts[index] = nil
-        setAsideParts[index] = SetAsidePart(part)
+        earlierNames[index] = .setAside(SetAsidePart(part))
     }
 
-    /// Download `index` gives up the part it set aside, if any: it ended, or its reservation
-    /// answered (and dealt with the part on its worker).
-    func dropSetAside(of index: Int, removing: Bool) {
-        if removing { setAsideParts[index]?.remove() }
-        setAsideParts[index] = nil
+    /// Download `index` of a job stopped, interrupted or held in an earlier run had taken the
+    /// file name `name`: its next reservation tries that name first if its `.part` is this job's.
+    func noteEarlierName(_ name: String, for index: Int) {
+        earlierNames[index] = .recorded(name: name)
+    }
+
+    /// Download `index` gives up its earlier name, if any: it ended (a part set aside is then
+    /// removed), or its reservation answered and dealt with the part on its worker.
+    func dropEarlierName(of index: Int, removing: Bool) {
+        if removing, case .setAside(let part)? = earlierNames[index] { part.remove() }
+        earlierNames[index] = nil
     }
 
     /// The published file's record stays until the job's status file names the file.

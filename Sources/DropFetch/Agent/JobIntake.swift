@@ -197,9 +197,12 @@ final class JobIntake: AgentPart {
     /// their connections need (under `ulimit -n 48`, 16 claims ahead held them all and no transfer
     /// ever connected).
     private func takeFirstPart(_ first: JobClaim.FirstPart, of admitted: Job?) {
+        // A job released from hold (or retried) whose state names another file takes that name
+        // again when it starts (`PartReservation.EarlierName`).
         guard let job = admitted, first.generation == runner.names.generation,
               job.record.className == first.className, !job.indices.isEmpty,
-              job.part(of: 0) == nil, job.phase(of: 0) == .queued else {
+              job.part(of: 0) == nil, job.phase(of: 0) == .queued,
+              job.download(0).earlier?.isAt(first.part.location) ?? true else {
             return first.part.discard()
         }
         if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return job.setAside(first.part, for: 0) }
@@ -337,12 +340,15 @@ final class JobIntake: AgentPart {
     }
 
 
-    /// Carries over what an earlier run recorded: finished downloads and attempts. Partial data
-    /// is found again through its record when the download starts (`reservePart`).
+    /// Carries over what an earlier run recorded: finished downloads and attempts, and the names
+    /// the others had taken, which their next reservations try first (partial data is found again
+    /// through its record there).
     func restore(_ job: Job, from previous: StatusRecord) {
         // An attempt interrupted by a hold, a shutdown or a crash goes on without costing one.
         for index in job.indices where index < previous.downloads.count {
-            job.apply(.restored(saved: previous.downloads[index], attempts: previous.attempts), to: index)
+            let saved = previous.downloads[index]
+            job.apply(.restored(saved: saved, attempts: previous.attempts), to: index)
+            if saved.state != .done, let file = saved.file { job.noteEarlierName(FileSystem.baseName(of: file), for: index) }
         }
     }
 }

@@ -24,7 +24,7 @@ extension JobRunner {
             scheduler.remove(job: job.id)
             // A name taken with the claim is not needed: the earlier job's file is the job's.
             for index in job.indices {
-                job.dropSetAside(of: index, removing: true)
+                job.dropEarlierName(of: index, removing: true)
                 guard let part = job.part(of: index) else { continue }
                 part.discard()
                 job.releasePart(of: index)

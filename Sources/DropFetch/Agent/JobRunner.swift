@@ -21,9 +21,9 @@ final class JobRunner: AgentPart {
     /// Running downloads (by their first transfer's key) that may open more connections than they
     /// have once a place frees up (`growSplits`).
     var growable: Set<Int> = []
-    /// Downloads in `growable` whose split found no descriptor (its digest's reader): the loop time
-    /// (ms) before which `growSplits` does not try again, so that a shortage does not make every
-    /// loop turn rewrite the record and fail again.
+    /// Downloads in `growable` whose split found no descriptor (for its record's temp file or its
+    /// digest's reader): the loop time (ms) before which `growSplits` does not try again, so that
+    /// a shortage does not make every loop turn rewrite the record and fail again.
     var splitWaitsUntil: [Int: Int64] = [:]
     /// Every agent's index of done URLs, read on before each duplicate check (JobRunner+Duplicates.swift).
     let doneURLs = DoneIndex.Lookup()
@@ -146,7 +146,7 @@ final class JobRunner: AgentPart {
                 return reservation.release(keeping: place == .hold || place == .inbox || claimedAgain == true)
             }
             job.apply(.reservationBack, to: index)
-            if !reservation.keepsSetAside { job.dropSetAside(of: index, removing: false) }
+            if !reservation.keepsEarlier { job.dropEarlierName(of: index, removing: false) }
             took(reservation.choice, entry, job)
         }
     }
@@ -192,9 +192,13 @@ final class JobRunner: AgentPart {
         // is). A first attempt needs none: what recovery needs of a job from a routing folder or
         // claimed under another name (`x.1.url`) — its folder and its own name, which its `.part`
         // names as owner — the claim wrote before it moved the job (SpoolClaim), and the rest is
-        // first written by the progress refresh, which a small job never reaches.
+        // first written by the progress refresh, which a small job never reaches. A download
+        // under another name than it asked for (`x.1.iso`: `x.iso` was taken) has it written at
+        // once: a hold, a stop or a crash then keeps that name for the next run, whose reservation
+        // tries it first (`PartReservation.EarlierName`), even if `x.iso` is free by then.
         let lifecycle = job.machine.downloads[index]
-        let recordsState = lifecycle.beginsAttempt && lifecycle.attempt > 0
+        let recordsState = lifecycle.beginsAttempt
+            && (lifecycle.attempt > 0 || part.finalName != OutputNames.requestedName(of: job.download(index)))
         let newAttempt = lifecycle.beginsAttempt
         job.apply(.attemptBegins(partSize: part.size, recordMirror: part.record.mirror), to: index)
         let download = job.download(index)
@@ -452,8 +456,8 @@ final class JobRunner: AgentPart {
                 try? part.saveRecord()
             }
             job.releasePart(of: index)
-        } else if job.download(index).setAside != nil {
-            job.dropSetAside(of: index, removing: true)
+        } else if case .setAside? = job.download(index).earlier {
+            job.dropEarlierName(of: index, removing: true)
             dataRemoved = true
         }
         carryOut(job.apply(.failed(failure, dataRemoved: dataRemoved), to: index), job, index)
@@ -555,7 +559,7 @@ final class JobRunner: AgentPart {
         if !keep {
             for (index, download) in job.downloads.enumerated() {
                 // A reservation on its way deals with the part set aside (`PartReservation.release`).
-                if download.setAside != nil, download.phase != .reserving { job.dropSetAside(of: index, removing: true) }
+                if download.earlier != nil, download.phase != .reserving { job.dropEarlierName(of: index, removing: true) }
                 guard let part = download.part else { continue }
                 if download.phase == .publishing { publisher.discard(part) } else { part.discard() }
             }
@@ -574,7 +578,7 @@ final class JobRunner: AgentPart {
         // A job whose output name is taken (or being taken) keeps its class: its `.part` lies in
         // that class's destination, and its admission place was counted under it.
         for job in table.allJobs where job.record.started == nil
-            && !job.downloads.contains(where: { $0.part != nil || $0.setAside != nil || $0.phase == .reserving }) {
+            && !job.downloads.contains(where: { $0.part != nil || $0.earlier != nil || $0.phase == .reserving }) {
             guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
             job.handle(.reclassified(className: found?.name ?? "default", priority: job.spec.priority ?? found?.priority ?? 0))
         }

@@ -69,9 +69,14 @@ final class OutputNames: AgentPart {
         guard let key = spool.recordKey else { return .failure(Failure(.internal, "the spool is not open")) }
         return .success(PartReservation(
             root: root, subfolder: subfolder, dir: download.spec.dir,
-            name: download.spec.out ?? FileName.fromURL(download.spec.urls[0]), owner: job.owner,
+            name: OutputNames.requestedName(of: download), owner: job.owner,
             onConflict: config.onConflict, digest: config.digest, mode: config.fileMode, durable: config.fsync,
-            key: key, distrustsData: job.distrustsData, setAside: download.setAside))
+            key: key, distrustsData: job.distrustsData, earlier: download.earlier))
+    }
+
+    /// The name a download asks for (`out=`, else the URL's file name): the first one tried.
+    static func requestedName(of download: Job.Download) -> String {
+        download.spec.out ?? FileName.fromURL(download.spec.urls[0])
     }
 
     static func folderFailure(_ error: SystemError, dir: String?) -> Failure {

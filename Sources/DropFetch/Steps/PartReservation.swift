@@ -12,20 +12,68 @@ final class PartReservation: WorkerTask {
 
     init(root: DirectoryHandle, subfolder: String, dir: String?, name: String, owner: PartOwner,
          onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey,
-         distrustsData: Bool = false, setAside: SetAsidePart? = nil) {
+         distrustsData: Bool = false, earlier: EarlierName? = nil) {
         request = Request(root: root, subfolder: subfolder, dir: dir, name: name, owner: owner, onConflict: onConflict,
                           digest: digest, mode: mode, durable: durable, key: key, distrustsData: distrustsData,
-                          setAside: setAside)
+                          earlier: earlier)
     }
 
-    /// Whether the part the download set aside is still its own on disk once the answer is back:
-    /// the download waits (for the name's owner, a descriptor, free space) and tries again.
-    /// Otherwise the worker reopened it as the part reserved, or removed it.
-    private(set) var keepsSetAside = false
+    /// The name a download chose before this reservation: tried first (invariant 6: it stays the
+    /// job's), and its part removed if the download takes another name or ends, since it is this
+    /// job's and nothing else would ever clear it (a name whose `.part` names a filed job stays
+    /// taken). Before, a job stopped or interrupted with partial data under `x.1.iso` took `x.iso`
+    /// when that was free by its next run: it started over, and left its `.part` behind for good.
+    enum EarlierName: Sendable {
+        /// Closed while the download waited for a descriptor, in this run.
+        case setAside(SetAsidePart)
+        /// The final file name an earlier run recorded in the job's state (a stop, a crash, a
+        /// hold): used only when its `.part` in the folder proves, by its sealed record or mark,
+        /// to be this job's.
+        case recorded(name: String)
+
+        /// The final name to try first in `folder`.
+        func name(in folder: DirectoryHandle, owner: PartOwner, key: RecordKey) -> String? {
+            switch self {
+            case .setAside(let part):
+                part.location.folder.path == folder.path ? part.location.finalName : nil
+            case .recorded(let name):
+                EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key) ? name : nil
+            }
+        }
+
+        func isAt(_ location: PartFile.Location) -> Bool {
+            switch self {
+            case .setAside(let part): part.isAt(location)
+            case .recorded(let name): location.finalName == name
+            }
+        }
+
+        /// Gives the earlier name up: its part is removed if it is still this owner's (a recorded
+        /// one only where it lies in `folder`).
+        func remove(in folder: DirectoryHandle?, owner: PartOwner, key: RecordKey) {
+            switch self {
+            case .setAside(let part):
+                part.remove()
+            case .recorded(let name):
+                guard let folder, EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key) else { return }
+                PartFile.Location(folder: folder, name: PartFile.partName(for: name), finalName: name).remove()
+            }
+        }
+
+        private static func ownsPart(of name: String, in folder: DirectoryHandle, owner: PartOwner, key: RecordKey) -> Bool {
+            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else { return false }
+            return PartFile.readOwner(ofPart: PartFile.partName(for: name), in: folder, key: key)?.isOwned(by: owner) == true
+        }
+    }
+
+    /// Whether the download's earlier name is still its own once the answer is back: the download
+    /// waits (for the name's owner, a descriptor, free space) and tries again. Otherwise the worker
+    /// reopened its part as the one reserved, or removed it.
+    private(set) var keepsEarlier = false
 
     /// The part taken on the worker becomes the loop's `PartFile` here.
     func received(_ answer: Answer) -> SystemError? {
-        keepsSetAside = request.setAside != nil && answer.keepsSetAside
+        keepsEarlier = request.earlier != nil && answer.keepsEarlier
         switch answer {
         case .reserved(let part): choice = .reserved(PartFile(handedOver: part))
         case .published(let file, let bytes, let sha256, let record):
@@ -45,8 +93,8 @@ final class PartReservation: WorkerTask {
         case noDescriptors(SystemError)
         case failed(Failure)
 
-        /// `keepsSetAside`, as the worker acts on it.
-        var keepsSetAside: Bool {
+        /// `keepsEarlier`, as the worker acts on it.
+        var keepsEarlier: Bool {
             switch self {
             case .ownerBusy, .noDescriptors: true
             case .failed(let failure): failure.kind == .noSpace
@@ -69,9 +117,7 @@ final class PartReservation: WorkerTask {
         /// The job was adopted from an agent that may still be running elsewhere (DESIGN.md §10
         /// Fencing): its `.part` is replaced by a new file, which that agent never opened.
         let distrustsData: Bool
-        /// The download's part set aside while it waited for a descriptor: its name is tried first
-        /// (the name the job chose), and the part is removed if the download takes another or ends.
-        let setAside: SetAsidePart?
+        let earlier: EarlierName?
 
         func perform() -> Answer {
             let folder: DirectoryHandle
@@ -80,10 +126,10 @@ final class PartReservation: WorkerTask {
             } catch {
                 if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
                 let failure = OutputNames.folderFailure(error, dir: dir)
-                if failure.kind != .noSpace { setAside?.remove() }
+                if failure.kind != .noSpace { earlier?.remove(in: nil, owner: owner, key: key) }
                 return .failed(failure)
             }
-            let preferred = setAside.flatMap { $0.location.folder.path == folder.path ? $0.location.finalName : nil }
+            let preferred = earlier?.name(in: folder, owner: owner, key: key)
             let answer: Answer
             do {
                 answer = try choose(in: folder, preferring: preferred)
@@ -92,8 +138,10 @@ final class PartReservation: WorkerTask {
                 answer = .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
             }
             switch answer {
-            case .reserved: break // `take` reopened the part set aside, or removed it for another name.
-            default: if !answer.keepsSetAside { setAside?.remove() }
+            // `take` reopened the earlier part, or removed it for another name; a published file's
+            // record stays until the job's status file names the file.
+            case .reserved, .published: break
+            default: if !answer.keepsEarlier { earlier?.remove(in: folder, owner: owner, key: key) }
             }
             return answer
         }
@@ -132,7 +180,7 @@ final class PartReservation: WorkerTask {
             }
             switch reservation {
             case .ours(let part):
-                if let setAside, !setAside.isAt(part.location) { setAside.remove() }
+                if let earlier, !earlier.isAt(part.location) { earlier.remove(in: folder, owner: owner, key: key) }
                 return .reserved(part.handOver())
             case .obstructed(let reason):
                 // Nobody's to wait for: `rename` takes the next name, the others fail.
@@ -154,6 +202,6 @@ final class PartReservation: WorkerTask {
     func release(keeping keep: Bool) {
         guard !keep else { return }
         if case .reserved(let part) = choice { part.discard() }
-        if keepsSetAside { request.setAside?.remove() }
+        if keepsEarlier { request.earlier?.remove(in: nil, owner: request.owner, key: request.key) }
     }
 }

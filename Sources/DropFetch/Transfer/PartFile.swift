@@ -28,7 +28,7 @@ final class PartFile {
     private(set) var record: ResumeRecord
     private let durable: Bool
     /// Seals the record (RecordKey): what this part's record says counts only with its seal.
-    private let key: RecordKey
+    let key: RecordKey
     /// The record file as last written by this part: its inode and size, and the record it
     /// holds; nil until one was written or read.
     private var recordFile: (inode: UInt64, size: Int, saved: ResumeRecord)?
@@ -365,9 +365,8 @@ final class PartFile {
             if onDisk != size {
                 size = onDisk
                 // Grown behind this part's appends (a split's connections write with pwrite(2)):
-                // the file offset stayed where the appends left it, so the next write seeks. When
-                // the size on disk was the resume point, a write once landed at the old offset,
-                // over the pieces written (a digest then read past the end of the file).
+                // the file offset stayed where the appends left it, so the next write must seek,
+                // or a resume from the size on disk would write over the pieces.
                 position = nil
             }
         }

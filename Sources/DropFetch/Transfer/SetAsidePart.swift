@@ -1,28 +1,35 @@
 /// A `.part` with no data closed while its download waits for a descriptor: the file stays on
 /// disk with its owner sealed on it (OwnerMark) or in its record, so the name stays the job's
-/// (docs/spool.md, invariant 6) without holding a descriptor, and the download's next reservation
-/// reopens it (`PartFile.reserve` finds it this owner's). Before, the part was removed, and a job
-/// that resolved to the same name meanwhile took the name this one had chosen first.
+/// (docs/spool.md, invariant 6) without holding the part's descriptor, and the download's next
+/// reservation reopens it (`PartFile.reserve` finds it this owner's). Before, the part was removed,
+/// and a job that resolved to the same name meanwhile took the name this one had chosen first.
 struct SetAsidePart: Sendable {
     let location: PartFile.Location
-    /// The part's inode: a file found under the name that is not this one is not removed.
+    /// The part's inode and owner: a file under the name that is not this one is not removed.
     let inode: UInt64
+    let owner: PartOwner
+    private let key: RecordKey
 
     /// `part`'s place; the caller drops `part`, which closes its descriptor.
     init(_ part: PartFile) {
         location = part.location
         inode = part.record.part
+        owner = PartOwner(job: part.record.owner, claim: part.record.claim)
+        key = part.key
     }
 
-    /// Whether `location` is where this part lies.
+    /// Whether `other` is where this part lies.
     func isAt(_ other: PartFile.Location) -> Bool {
         other.name == location.name && other.folder.path == location.folder.path
     }
 
     /// Gives the name up: the part and its record are removed if the name still holds this file
-    /// (fstatat(2)); the download ended, or goes on under another name.
+    /// and its record or mark still names this owner. A closed part's inode is free for another
+    /// file once the part is unlinked (by `dropfetch cancel`, say): the inode alone would let this
+    /// remove another job's new part.
     func remove() {
-        guard let found = try? location.folder.status(location.name), UInt64(found.st_ino) == inode else { return }
+        guard let found = try? location.folder.status(location.name), UInt64(found.st_ino) == inode,
+              PartFile.readOwner(ofPart: location.name, in: location.folder, key: key)?.isOwned(by: owner) == true else { return }
         location.remove()
     }
 }

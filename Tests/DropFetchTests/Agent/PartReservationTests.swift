@@ -13,10 +13,12 @@ struct PartReservationTests {
     }
 
     private func reservation(_ root: DirectoryHandle, job: String, claim: UInt64, subfolder: String = "",
-                             onConflict: Config.ConflictPolicy = .rename, setAside: SetAsidePart? = nil) -> PartReservation {
+                             onConflict: Config.ConflictPolicy = .rename, setAside: SetAsidePart? = nil,
+                             recorded: String? = nil) -> PartReservation {
         PartReservation(root: root, subfolder: subfolder, dir: subfolder.isEmpty ? nil : subfolder, name: "a.bin",
                         owner: PartOwner(job: job, claim: claim), onConflict: onConflict, digest: .sha256,
-                        mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)), setAside: setAside)
+                        mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)),
+                        earlier: setAside.map(PartReservation.EarlierName.setAside) ?? recorded.map { PartReservation.EarlierName.recorded(name: FileSystem.baseName(of: $0)) })
     }
 
     /// Reserves a name for `job` and sets its part aside as a download waiting for a descriptor
@@ -30,6 +32,20 @@ struct PartReservationTests {
     }
 
     private struct ReservationRefused: Error { let choice: String }
+
+    /// Reserves a name for `job`, writes 1,000 bytes into its part with a record that vouches for
+    /// them, and returns the part's final path; the part is closed when the reservation goes.
+    private func writePartially(_ root: DirectoryHandle, job: String, claim: UInt64) throws -> String {
+        let taken = reservation(root, job: job, claim: claim)
+        _ = taken.perform()
+        guard case .reserved(let part) = taken.choice else { throw ReservationRefused(choice: "\(taken.choice)") }
+        part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v1\"", lastModified: nil, total: 4000)
+        try part.file.write(Array(repeating: 7, count: 1000))
+        part.size += 1000
+        try part.checkpoint()
+        taken.release(keeping: true)
+        return part.finalPath
+    }
 
     private func inode(_ path: String) throws -> UInt64 {
         try #require(FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64)
@@ -172,7 +188,7 @@ struct PartReservationTests {
         }
         #expect(reopened.finalName == "a.bin")
         #expect(reopened.record.part == firstInode, "the same file, not a new one")
-        #expect(!again.keepsSetAside)
+        #expect(!again.keepsEarlier)
     }
 
     @Test("a download set aside under a.1.bin takes a.1.bin again when a.bin is free by then; when a.1.bin itself was taken meanwhile it takes the next free name and its set-aside part is removed")
@@ -216,9 +232,42 @@ struct PartReservationTests {
             Issue.record("expected to wait for y.url: \(waiting.choice)")
             return
         }
-        #expect(waiting.keepsSetAside)
+        #expect(waiting.keepsEarlier)
         #expect(try files(in: path + "/sub") == [".a.bin.part"])
         waiting.release(keeping: false)
         #expect(try files(in: path + "/sub").isEmpty)
+    }
+
+    @Test("a download whose earlier run took a.1.bin (held, stopped or interrupted with partial data) takes a.1.bin again, with its data, when a.bin is free by then; if a.1.bin was written by someone else meanwhile it takes a.bin and its earlier part is removed")
+    func recordedEarlierName() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let other = reservation(root, job: "y.url", claim: 2)
+        _ = other.perform()
+        // x takes a.1.bin and writes 1,000 bytes; it is held (its part closed when the
+        // reservation goes), y is cancelled (a.bin free again), and x is released.
+        let recordedPath = try writePartially(root, job: "x.url", claim: 1)
+        #expect(recordedPath == path + "/a.1.bin")
+        other.release(keeping: false)
+
+        let again = reservation(root, job: "x.url", claim: 1, recorded: recordedPath)
+        _ = again.perform()
+        guard case .reserved(let resumed) = again.choice else {
+            Issue.record("not reserved: \(again.choice)")
+            return
+        }
+        #expect(resumed.finalName == "a.1.bin", "the name the job had, not the one freed since")
+        #expect(try resumed.resumableBytes() == 1000, "its data is resumed")
+        again.release(keeping: true)
+
+        try Data("not ours".utf8).write(to: URL(fileURLWithPath: path + "/a.1.bin"))
+        let moved = reservation(root, job: "x.url", claim: 1, recorded: recordedPath)
+        _ = moved.perform()
+        guard case .reserved(let fresh) = moved.choice else {
+            Issue.record("not reserved: \(moved.choice)")
+            return
+        }
+        #expect(fresh.finalName == "a.bin")
+        #expect(try files(in: path) == [".a.bin.part", "a.1.bin"], "the earlier part and its record are removed, the other file kept")
     }
 }

@@ -97,6 +97,33 @@ struct SameNameTests {
         setup.expectAResumed(from: kept, after: 1)
     }
 
+    @Test("B downloads same.bin, A takes same.1.bin and is held with partial data, B is cancelled, A released: A resumes under same.1.bin, not the freed same.bin, and no .part is left")
+    func heldJobKeepsItsRenamedName() throws {
+        let setup = try Setup(aFaults: [.times(1, .drip(bytesPerChunk: 40_000, interval: .milliseconds(60)))],
+                              bFaults: [.times(1, .drip(bytesPerChunk: 10_000, interval: .milliseconds(300)))])
+        let fixture = setup.fixture
+        let agent = try setup.daemon()
+        try fixture.drop("b.url", setup.jobB)
+        #expect(try waitUntil { (fixture.fileSize(setup.part) ?? 0) >= 10_000 }, "\(fixture.logTail())")
+        try fixture.drop("a.url", setup.jobA)
+        let partA = fixture.partPath("same.1.bin")
+        #expect(try waitUntil { (fixture.fileSize(partA) ?? 0) >= 200_000 }, "\(fixture.logTail())")
+        #expect(try fixture.runCLI(["hold", "a"], config: setup.config) == 0)
+        #expect(try waitUntil { setup.server.requests(to: "/a.bin").allSatisfy(\.isFinished) })
+        let kept = try #require(fixture.fileSize(partA))
+        #expect(try fixture.runCLI(["cancel", "b"], config: setup.config) == 0)
+        #expect(try waitUntil { fixture.jobs(in: "failed") == ["b.url"] && fixture.fileSize(setup.part) == nil },
+                "\(fixture.destinationNames())\n\(fixture.logTail())")
+
+        #expect(try fixture.runCLI(["release", "a"], config: setup.config) == 0)
+        #expect(try waitUntil { fixture.jobs(in: "done") == ["a.url"] }, "\(fixture.logTail())")
+        #expect(try agent.stop() == .exited(0))
+        let fileA = expectDone(fixture, "a.url", body: SameNameTests.bodyA)
+        #expect(fileA == fixture.destination + "/same.1.bin", "A keeps the name it had chosen")
+        setup.expectAResumed(from: kept, after: 1)
+        #expect(fixture.destinationNames() == ["same.1.bin"], "nothing else is left in the destination")
+    }
+
     @Test("A waits for a retry with partial data, B of the same out= runs and finishes: both done, each its own bytes")
     func waitingJobKeepsItsName() throws {
         let setup = try Setup(aFaults: [.times(1, .dropAfter(bytes: 300_000))])
