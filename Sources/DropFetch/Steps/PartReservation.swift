@@ -35,7 +35,7 @@ final class PartReservation: WorkerTask {
         func name(in folder: DirectoryHandle, owner: PartOwner, key: RecordKey) -> String? {
             switch self {
             case .setAside(let part):
-                part.location.folder.path == folder.path ? part.location.finalName : nil
+                part.folderPath == folder.path ? part.finalName : nil
             case .recorded(let name):
                 EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key) ? name : nil
             }

@@ -1,10 +1,15 @@
 /// A `.part` with no data closed while its download waits for a descriptor: the file stays on
 /// disk with its owner sealed on it (OwnerMark) or in its record, so the name stays the job's
-/// (docs/spool.md, invariant 6) without holding the part's descriptor, and the download's next
-/// reservation reopens it (`PartFile.reserve` finds it this owner's). Before, the part was removed,
-/// and a job that resolved to the same name meanwhile took the name this one had chosen first.
+/// (docs/spool.md, invariant 6) without holding a descriptor, and the download's next reservation
+/// reopens it (`PartFile.reserve` finds it this owner's). Before, the part was removed, and a job
+/// that resolved to the same name meanwhile took the name this one had chosen first.
+///
+/// It keeps its folder's path, not its handle: the handle of a `dir=` subfolder is a descriptor
+/// of its own, which a download waiting for descriptors must not hold.
 struct SetAsidePart: Sendable {
-    let location: PartFile.Location
+    let folderPath: String
+    let name: String
+    let finalName: String
     /// The part's inode and owner: a file under the name that is not this one is not removed.
     let inode: UInt64
     let owner: PartOwner
@@ -12,15 +17,17 @@ struct SetAsidePart: Sendable {
 
     /// `part`'s place; the caller drops `part`, which closes its descriptor.
     init(_ part: PartFile) {
-        location = part.location
+        folderPath = part.folder.path
+        name = part.name
+        finalName = part.finalName
         inode = part.record.part
         owner = PartOwner(job: part.record.owner, claim: part.record.claim)
         key = part.key
     }
 
-    /// Whether `other` is where this part lies.
-    func isAt(_ other: PartFile.Location) -> Bool {
-        other.name == location.name && other.folder.path == location.folder.path
+    /// Whether `location` is where this part lies.
+    func isAt(_ location: PartFile.Location) -> Bool {
+        location.name == name && location.folder.path == folderPath
     }
 
     /// Gives the name up: the part and its record are removed if the name still holds this file
@@ -28,8 +35,9 @@ struct SetAsidePart: Sendable {
     /// file once the part is unlinked (by `dropfetch cancel`, say): the inode alone would let this
     /// remove another job's new part.
     func remove() {
-        guard let found = try? location.folder.status(location.name), UInt64(found.st_ino) == inode,
-              PartFile.readOwner(ofPart: location.name, in: location.folder, key: key)?.isOwned(by: owner) == true else { return }
-        location.remove()
+        guard let folder = try? DirectoryHandle.openRoot(folderPath, create: false),
+              let found = try? folder.status(name), UInt64(found.st_ino) == inode,
+              PartFile.readOwner(ofPart: name, in: folder, key: key)?.isOwned(by: owner) == true else { return }
+        PartFile.Location(folder: folder, name: name, finalName: finalName).remove()
     }
 }

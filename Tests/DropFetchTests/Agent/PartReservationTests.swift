@@ -33,6 +33,16 @@ struct PartReservationTests {
 
     private struct ReservationRefused: Error { let choice: String }
 
+    /// This process's descriptors open on `path` or a file in it (/proc/self/fd).
+    private func openDescriptors(to path: String) -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.compactMap { entry in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry),
+                  target == path || target.hasPrefix(path + "/") else { return nil }
+            return target
+        }
+    }
+
     /// Reserves a name for `job`, writes 1,000 bytes into its part with a record that vouches for
     /// them, and returns the part's final path; the part is closed when the reservation goes.
     private func writePartially(_ root: DirectoryHandle, job: String, claim: UInt64) throws -> String {
@@ -198,11 +208,11 @@ struct PartReservationTests {
         let first = reservation(root, job: "y.url", claim: 2)
         _ = first.perform()
         let setAside = try reserveAndSetAside(root, job: "x.url", claim: 1)
-        #expect(setAside.location.finalName == "a.1.bin")
+        #expect(setAside.finalName == "a.1.bin")
         // y is cancelled: a.bin is free.
         first.release(keeping: false)
         let secondSetAside = try reserveAndSetAside(root, job: "x.url", claim: 1, setAside: setAside)
-        #expect(secondSetAside.location.finalName == "a.1.bin", "the name the job chose, not the one freed since")
+        #expect(secondSetAside.finalName == "a.1.bin", "the name the job chose, not the one freed since")
         #expect(try files(in: path) == [".a.1.bin.part"])
 
         // A file is written under a.1.bin by someone else while the download waits.
@@ -224,6 +234,7 @@ struct PartReservationTests {
         // The part was set aside in sub/; the job's destination is now the root (a reload), where
         // y owns a.bin.
         let setAside = try reserveAndSetAside(root, job: "x.url", claim: 1, subfolder: "sub")
+        #expect(openDescriptors(to: path + "/sub").isEmpty, "the part set aside holds no descriptor, of its subfolder neither")
         let owner = reservation(root, job: "y.url", claim: 2)
         _ = owner.perform()
         let waiting = reservation(root, job: "x.url", claim: 1, onConflict: .overwrite, setAside: setAside)
