@@ -49,7 +49,7 @@ struct ReleasedState: Equatable {
     /// `..`, at most NAME_MAX bytes, no NUL.
     private static func fileName(_ path: String) -> String? {
         let name = FileSystem.baseName(of: path)
-        guard !name.isEmpty, name != ".", name != "..", name.utf8.count <= 255, !name.utf8.contains(0) else { return nil }
+        guard DirectoryHandle.isPlainComponent(name), name.utf8.count <= FileName.maxBytes, !name.utf8.contains(0) else { return nil }
         return name
     }
 

@@ -61,7 +61,7 @@ final class PartReservation: WorkerTask {
         }
 
         private static func ownsPart(of name: String, in folder: DirectoryHandle, owner: PartOwner, key: RecordKey) -> Bool {
-            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else { return false }
+            guard DirectoryHandle.isPlainComponent(name) else { return false }
             return PartFile.readOwner(ofPart: PartFile.partName(for: name), in: folder, key: key)?.isOwned(by: owner) == true
         }
     }
@@ -125,9 +125,7 @@ final class PartReservation: WorkerTask {
                 folder = try root.descend(subfolder, create: true)
             } catch {
                 if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
-                let failure = OutputNames.folderFailure(error, dir: dir)
-                if failure.kind != .noSpace { earlier?.remove(in: nil, owner: owner, key: key) }
-                return .failed(failure)
+                return settleEarlier(after: .failed(OutputNames.folderFailure(error, dir: dir)), in: nil)
             }
             let preferred = earlier?.name(in: folder, owner: owner, key: key)
             let answer: Answer
@@ -137,9 +135,14 @@ final class PartReservation: WorkerTask {
                 if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
                 answer = .failed(Failure(error.isNoSpace ? .noSpace : .internal, error.description))
             }
+            return settleEarlier(after: answer, in: folder)
+        }
+
+        /// The earlier name once `answer` is known: kept while the download waits (`keepsEarlier`),
+        /// else given up. `take` already reopened it or removed it for another name, and a
+        /// published file's record stays until the job's status file names the file.
+        private func settleEarlier(after answer: Answer, in folder: DirectoryHandle?) -> Answer {
             switch answer {
-            // `take` reopened the earlier part, or removed it for another name; a published file's
-            // record stays until the job's status file names the file.
             case .reserved, .published: break
             default: if !answer.keepsEarlier { earlier?.remove(in: folder, owner: owner, key: key) }
             }

@@ -25,13 +25,17 @@ struct PartReservationTests {
     /// does (`Job.setAside`): the part's descriptor is closed when the reservation goes.
     private func reserveAndSetAside(_ root: DirectoryHandle, job: String, claim: UInt64, subfolder: String = "",
                                     setAside earlier: SetAsidePart? = nil) throws -> SetAsidePart {
-        let taken = reservation(root, job: job, claim: claim, subfolder: subfolder, setAside: earlier)
-        _ = taken.perform()
-        guard case .reserved(let part) = taken.choice else { throw ReservationRefused(choice: "\(taken.choice)") }
-        return SetAsidePart(part)
+        SetAsidePart(try reservedPart(reservation(root, job: job, claim: claim, subfolder: subfolder, setAside: earlier)))
     }
 
     private struct ReservationRefused: Error { let choice: String }
+
+    /// Runs `reservation` as its worker would; the part it took, or ReservationRefused.
+    private func reservedPart(_ reservation: PartReservation) throws -> PartFile {
+        _ = reservation.perform()
+        guard case .reserved(let part) = reservation.choice else { throw ReservationRefused(choice: "\(reservation.choice)") }
+        return part
+    }
 
     /// This process's descriptors open on `path` or a file in it (/proc/self/fd).
     private func openDescriptors(to path: String) -> [String] {
@@ -47,8 +51,7 @@ struct PartReservationTests {
     /// them, and returns the part's final path; the part is closed when the reservation goes.
     private func writePartially(_ root: DirectoryHandle, job: String, claim: UInt64) throws -> String {
         let taken = reservation(root, job: job, claim: claim)
-        _ = taken.perform()
-        guard case .reserved(let part) = taken.choice else { throw ReservationRefused(choice: "\(taken.choice)") }
+        let part = try reservedPart(taken)
         part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v1\"", lastModified: nil, total: 4000)
         try part.file.write(Array(repeating: 7, count: 1000))
         part.size += 1000
@@ -168,11 +171,7 @@ struct PartReservationTests {
         #expect(setAside.inode == firstInode)
 
         let renamed = reservation(root, job: "y.url", claim: 2)
-        _ = renamed.perform()
-        guard case .reserved(let other) = renamed.choice else {
-            Issue.record("not reserved: \(renamed.choice)")
-            return
-        }
+        let other = try reservedPart(renamed)
         #expect(other.finalName == "a.1.bin")
         let failing = reservation(root, job: "z.url", claim: 3, onConflict: .fail)
         _ = failing.perform()
@@ -191,11 +190,7 @@ struct PartReservationTests {
         #expect(owner == "x.url")
 
         let again = reservation(root, job: "x.url", claim: 1, setAside: setAside)
-        _ = again.perform()
-        guard case .reserved(let reopened) = again.choice else {
-            Issue.record("not reopened: \(again.choice)")
-            return
-        }
+        let reopened = try reservedPart(again)
         #expect(reopened.finalName == "a.bin")
         #expect(reopened.record.part == firstInode, "the same file, not a new one")
         #expect(!again.keepsEarlier)
@@ -218,11 +213,7 @@ struct PartReservationTests {
         // A file is written under a.1.bin by someone else while the download waits.
         try Data("not ours".utf8).write(to: URL(fileURLWithPath: path + "/a.1.bin"))
         let moved = reservation(root, job: "x.url", claim: 1, setAside: secondSetAside)
-        _ = moved.perform()
-        guard case .reserved(let part) = moved.choice else {
-            Issue.record("not reserved: \(moved.choice)")
-            return
-        }
+        let part = try reservedPart(moved)
         #expect(part.finalName == "a.bin")
         #expect(try files(in: path) == [".a.bin.part", "a.1.bin"], "the part set aside under a.1.bin is removed")
     }
@@ -262,22 +253,14 @@ struct PartReservationTests {
         other.release(keeping: false)
 
         let again = reservation(root, job: "x.url", claim: 1, recorded: recordedPath)
-        _ = again.perform()
-        guard case .reserved(let resumed) = again.choice else {
-            Issue.record("not reserved: \(again.choice)")
-            return
-        }
+        let resumed = try reservedPart(again)
         #expect(resumed.finalName == "a.1.bin", "the name the job had, not the one freed since")
         #expect(try resumed.resumableBytes() == 1000, "its data is resumed")
         again.release(keeping: true)
 
         try Data("not ours".utf8).write(to: URL(fileURLWithPath: path + "/a.1.bin"))
         let moved = reservation(root, job: "x.url", claim: 1, recorded: recordedPath)
-        _ = moved.perform()
-        guard case .reserved(let fresh) = moved.choice else {
-            Issue.record("not reserved: \(moved.choice)")
-            return
-        }
+        let fresh = try reservedPart(moved)
         #expect(fresh.finalName == "a.bin")
         #expect(try files(in: path) == [".a.bin.part", "a.1.bin"], "the earlier part and its record are removed, the other file kept")
     }
