@@ -124,8 +124,10 @@ final class JobIntake: AgentPart {
     private func hints(for path: String) -> QueueHints {
         var hints = QueueHints()
         let entry = Spool.InboxEntry(relativePath: path, modified: 0)
-        // Read through the shared box: `config` inside the `guard` copied the whole Config.
-        let limit = context.shared.config.limits.maxJobFileSize
+        // The shared box held in a `let`: read through `config` (or the context's `var`), the call
+        // below copied the whole Config, one retain for each of its strings and arrays.
+        let shared = context.shared
+        let limit = shared.config.limits.maxJobFileSize
         guard let routing = try? spool.routingFolder(entry.folder),
               case .success(var contents) = JobFileReader.contents(of: entry.name, in: routing, limit: limit)
         else { return hints }
@@ -134,8 +136,7 @@ final class JobIntake: AgentPart {
         hints.modified = contents.modified
         hints.contents = contents
         guard case .success(let spec) = parsed else { return hints }
-        // Through the shared box: `config`'s accessor copied the whole Config for this call.
-        let found = (try? context.shared.config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
+        let found = (try? shared.config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
         hints.className = found?.name ?? "default"
         hints.priority = spec.priority ?? found?.priority ?? 0
         hints.host = spec.downloads.first?.host() ?? ""
