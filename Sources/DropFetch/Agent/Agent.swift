@@ -418,8 +418,9 @@ public final class Agent {
     /// `run --once` ends when nothing runs or is ready, no retry comes due within `once_wait`, and
     /// no inbox file is still settling within it; what waits longer stays for the next run.
     private func onceRunIsOver() -> Bool {
+        // A state file owed since a descriptor shortage is written first: the next run needs it.
         guard table.runningCount == 0, !runner.isHashing, runner.scheduler.readyCount == 0, context.finishes.isEmpty,
-              context.workers.allSatisfy(\.isIdle) else { return false }
+              filer.nextOwedState == nil, context.workers.allSatisfy(\.isIdle) else { return false }
         let now = clock.now()
         let horizon = Agent.adding(now, config.onceWait)
         if let due = runner.scheduler.nextDue, due <= horizon { return false }
@@ -475,6 +476,7 @@ public final class Agent {
         if table.runningCount > 0 { deadline = runner.lastStateRefresh + 1000 }
         if let due = runner.scheduler.nextDue { deadline = min(deadline, due) }
         if let due = table.nextFilingDue { deadline = min(deadline, due) }
+        if let due = filer.nextOwedState { deadline = min(deadline, due) }
         if let due = notifier?.nextDeadline { deadline = min(deadline, due) }
         if let settle = intake.inbox.nextSettleCheck {
             deadline = min(deadline, now + max(0, (settle - clock.wallNanoseconds()) / 1_000_000) + 1)
@@ -509,6 +511,7 @@ public final class Agent {
             filer.refreshStateFiles()
         }
         for (job, record) in table.filingDue(now: now) { publisher.file(job, record) }
+        filer.writeOwedStates(now: now)
         if intake.inbox.nextSettleCheck.map({ $0 <= clock.wallNanoseconds() }) == true { intake.recheckUnsettled() }
         if !options.once, let removal = history.turn(now: now, wallSeconds: clock.wallSeconds(), rule: config.history) {
             noteHistory(removal)

@@ -8,8 +8,25 @@ final class JobFiler: AgentPart {
     private(set) var handledFailure = false
     unowned var intake: JobIntake!
 
+    /// The jobs whose state file a descriptor shortage kept from being written (by work name),
+    /// and when it is written again (monotonic ms).
+    private var owedStates: [String: Int64] = [:]
+
     init(context: AgentContext) {
         self.context = context
+    }
+
+    /// When the first owed state file is due (`pollTimeout`).
+    var nextOwedState: Int64? { owedStates.values.min() }
+
+    /// Writes the state files owed since a descriptor shortage, of the jobs still here: a crash or
+    /// a hold then finds the name a download took and when its retry is due.
+    func writeOwedStates(now: Int64) {
+        guard !owedStates.isEmpty else { return }
+        for (workName, due) in owedStates where due <= now {
+            owedStates[workName] = nil
+            if let job = table.job(workName: workName) { saveState(job) }
+        }
     }
 
     /// Moved away meanwhile (hold, mv): it is not this agent's to file any more. The records that
@@ -136,8 +153,18 @@ final class JobFiler: AgentPart {
         let workName = job.workName
         let path = spool.statePath(for: workName)
         job.handle(.stateWritten)
-        context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [logger, table, spool] error in
-            if let error { return logger.error("cannot write the state of \(workName): \(error)") }
+        context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [self] error in
+            if let error {
+                guard DescriptorLimit.isShortage(error) else {
+                    return logger.error("cannot write the state of \(workName): \(error)")
+                }
+                // No fault of the spool: written again a moment later (`writeOwedStates`), without
+                // an error line each time (the runner's shortage warning says it once a run).
+                intake.runner.noteDescriptorShortage(error.description)
+                logger.debug("the state of \(workName) waits for a file descriptor: \(error)")
+                owedStates[workName] = clock.now() + DescriptorLimit.retryDelay
+                return
+            }
             if let current = table.job(workName: workName) {
                 guard table.isCommitting(current) else { return }
                 // Its filing began on the finish-steps worker, which removes the state once the job

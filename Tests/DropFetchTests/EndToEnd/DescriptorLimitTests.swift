@@ -47,6 +47,50 @@ struct DescriptorLimitTests {
         try expectAllDone(limit: "-n 48", seed: 43_000, jobs: 300, descriptorsRunOut: true)
     }
 
+    @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time where every fifth is answered 404 and every seventh asks for the name of the one before: each 404 ends in failed/, every other job in done/ with its bytes under its own name or the renamed one, and no part is left in the destination")
+    func exhaustedDescriptorsKeepFailuresAndSharedNamesClean() throws {
+        let jobs = 300
+        let server = try TestHTTPServer()
+        var bodies: [Int: [UInt8]] = [:]
+        for index in 0..<jobs where index % 5 != 0 {
+            let body = TestHTTPServer.randomBytes(4_000 + index, seed: 47_000 + UInt64(index))
+            bodies[index] = body
+            server.serve("/s\(index).bin", body: body)
+        }
+        // Job i asks for out=o(i); every seventh asks for its predecessor's name.
+        func wanted(_ index: Int) -> Int { index % 7 == 6 ? index - 1 : index }
+        let fixture = try SpoolFixture(extraConfig: "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
+        for index in 0..<jobs {
+            try fixture.drop("s\(index).url", server.url("/s\(index).bin") + "\n  out=o\(wanted(index)).bin\n")
+        }
+        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
+        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
+        agent.waitUntilExit()
+        // Exit 1: some jobs failed (docs/cli.md).
+        #expect(agent.terminationStatus == 1, "\(fixture.logTail())")
+        let missing = (0..<jobs).filter { $0 % 5 == 0 }
+        #expect(fixture.jobs(in: "failed") == missing.map { "s\($0).url" }.sorted())
+        for index in missing {
+            #expect(try fixture.status("failed", "s\(index).url").downloads.first?.httpStatus == 404)
+        }
+        #expect(fixture.jobs(in: "done").count == jobs - missing.count)
+        // Each done job's file holds its own body, under the name its status gives.
+        var expected: Set<String> = []
+        for index in 0..<jobs where index % 5 != 0 {
+            let file = try fixture.status("done", "s\(index).url").downloads.first?.file ?? ""
+            let name = URL(fileURLWithPath: file).lastPathComponent
+            expected.insert(name)
+            let own = "o\(wanted(index)).bin", renamed = "o\(wanted(index)).1.bin"
+            #expect(name == own || name == renamed, "s\(index).url ended as \(name)")
+            #expect(fixture.downloaded(name).map(TestHTTPServer.sha256Hex) == bodies[index].map(TestHTTPServer.sha256Hex),
+                    "s\(index).url: \(name) does not hold its body")
+        }
+        #expect(expected.count == jobs - missing.count, "two done jobs name the same file")
+        // Nothing else: no part of a failed job, none given up or set aside and then left.
+        #expect(fixture.destinationNames() == expected.sorted())
+        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
+    }
+
     @Test("with only 48 descriptors and one attempt allowed, 12 downloads of 4 MiB split in 1 MiB pieces, 32 connections at a time, all end in done/ with their sha256: sockets, digest readers and parts that found no descriptor wait without spending the attempt")
     func splitDownloadsWaitForDescriptors() throws {
         let server = try TestHTTPServer()
@@ -117,6 +161,8 @@ struct DescriptorLimitTests {
         try runOnceExpectingNoFailure(limit: limit, fixture,
                                       files: (0..<jobs).map { ("s\($0).bin", bodies[$0].map(TestHTTPServer.sha256Hex)) })
         #expect(fixture.jobs(in: "done").count == jobs)
+        // Parts given up or set aside for want of a descriptor are all reopened and published.
+        #expect(fixture.destinationNames() == (0..<jobs).map { "s\($0).bin" }.sorted())
         if !descriptorsRunOut { #expect(!fixture.log.contains("Too many open files"), "\(fixture.logTail())") }
         #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
