@@ -124,10 +124,7 @@ final class JobIntake: AgentPart {
     private func hints(for path: String) -> QueueHints {
         var hints = QueueHints()
         let entry = Spool.InboxEntry(relativePath: path, modified: 0)
-        // The shared box held in a `let`: read through `config` (or the context's `var`), the call
-        // below copied the whole Config, one retain for each of its strings and arrays.
-        let shared = context.shared
-        let limit = shared.config.limits.maxJobFileSize
+        let limit = context.shared.config.limits.maxJobFileSize
         guard let routing = try? spool.routingFolder(entry.folder),
               case .success(var contents) = JobFileReader.contents(of: entry.name, in: routing, limit: limit)
         else { return hints }
@@ -136,7 +133,9 @@ final class JobIntake: AgentPart {
         hints.modified = contents.modified
         hints.contents = contents
         guard case .success(let spec) = parsed else { return hints }
-        let found = (try? shared.config.resolveClass(spec: spec, folder: entry.folder).get()) ?? nil
+        // The classes alone: `resolveClass` on the config copied the whole of it a job.
+        let classes = context.shared.config.classes
+        let found = (try? Config.resolveClass(spec: spec, folder: entry.folder, among: classes).get()) ?? nil
         hints.className = found?.name ?? "default"
         hints.priority = spec.priority ?? found?.priority ?? 0
         hints.host = spec.downloads.first?.host() ?? ""
