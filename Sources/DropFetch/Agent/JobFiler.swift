@@ -8,24 +8,44 @@ final class JobFiler: AgentPart {
     private(set) var handledFailure = false
     unowned var intake: JobIntake!
 
-    /// The jobs whose state file a descriptor shortage kept from being written (by work name),
-    /// and when it is written again (monotonic ms).
-    private var owedStates: [String: Int64] = [:]
+    /// A state file a descriptor shortage kept from being written: when it is tried again
+    /// (monotonic ms), and how many times it was tried.
+    private struct OwedState {
+        var due: Int64
+        var tries: Int
+    }
+
+    /// The owed state files, by work name.
+    private var owedStates: [String: OwedState] = [:]
+
+    /// Tries of a state file that finds no descriptor before it is given up with an error line:
+    /// about ten seconds of shortage, a second apart, or ten at once while the agent stops.
+    static let owedStateTries = 10
 
     init(context: AgentContext) {
         self.context = context
     }
 
     /// When the first owed state file is due (`pollTimeout`).
-    var nextOwedState: Int64? { owedStates.values.min() }
+    var nextOwedState: Int64? { owedStates.values.lazy.map(\.due).min() }
 
-    /// Writes the state files owed since a descriptor shortage, of the jobs still here: a crash or
-    /// a hold then finds the name a download took and when its retry is due.
+    /// Writes the state files owed since a descriptor shortage that are due by `now` (all of them
+    /// with `.max`, as the agent stops), of the jobs still here: a crash, a stop or a hold then
+    /// finds the name a download took and when its retry is due. A job being filed keeps its
+    /// entry until its filing is over (filed, its entry goes; given up, its state is written).
     func writeOwedStates(now: Int64) {
         guard !owedStates.isEmpty else { return }
-        for (workName, due) in owedStates where due <= now {
+        for (workName, owed) in owedStates where owed.due <= now {
+            guard let job = table.job(workName: workName) else {
+                owedStates[workName] = nil
+                continue
+            }
+            if table.isCommitting(job) {
+                owedStates[workName]?.due = clock.now() + DescriptorLimit.retryDelay
+                continue
+            }
             owedStates[workName] = nil
-            if let job = table.job(workName: workName) { saveState(job) }
+            saveState(job, tries: owed.tries)
         }
     }
 
@@ -148,21 +168,23 @@ final class JobFiler: AgentPart {
     /// Writes the job's state file through the group commit (its temp file's creation can take
     /// milliseconds), in the order asked; not synced.
     /// A job being filed has no state to save: its filing removes the file (on another worker).
-    func saveState(_ job: Job) {
+    /// `tries`: how many times this state found no descriptor before (`writeOwedStates`).
+    func saveState(_ job: Job, tries: Int = 0) {
         guard !table.isCommitting(job) else { return }
         let workName = job.workName
         let path = spool.statePath(for: workName)
         job.handle(.stateWritten)
         context.groupCommit.sync([.replacedFile(path: path, bytes: job.snapshot().encoded())]) { [self] error in
             if let error {
-                guard DescriptorLimit.isShortage(error) else {
-                    return logger.error("cannot write the state of \(workName): \(error)")
+                guard DescriptorLimit.isShortage(error), tries + 1 < JobFiler.owedStateTries else {
+                    let given = tries > 0 ? " (tried \(tries + 1) times)" : ""
+                    return logger.error("cannot write the state of \(workName)\(given): \(error)")
                 }
                 // No fault of the spool: written again a moment later (`writeOwedStates`), without
                 // an error line each time (the runner's shortage warning says it once a run).
                 intake.runner.noteDescriptorShortage(error.description)
                 logger.debug("the state of \(workName) waits for a file descriptor: \(error)")
-                owedStates[workName] = clock.now() + DescriptorLimit.retryDelay
+                owedStates[workName] = OwedState(due: clock.now() + DescriptorLimit.retryDelay, tries: tries + 1)
                 return
             }
             if let current = table.job(workName: workName) {
