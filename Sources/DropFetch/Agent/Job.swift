@@ -112,6 +112,11 @@ final class Job {
     /// The `.part` download `index` owns, if any.
     func part(of index: Int) -> PartFile? { parts[index] }
 
+    /// The name download `index` took before its next reservation, if any (`Download.earlier`).
+    func earlierName(of index: Int) -> PartReservation.EarlierName? {
+        earlierNames.isEmpty ? nil : earlierNames[index]
+    }
+
     func phase(of index: Int) -> Phase { machine.downloads[index].phase }
 
     func isFinished(_ index: Int) -> Bool { machine.downloads[index].isFinished }
@@ -145,8 +150,8 @@ final class Job {
         parts[index] = nil
     }
 
-    /// Download `index` closes its `.part`, which holds no data, and keeps the name on disk
-    /// (SetAsidePart): it waits for a descriptor, and its next reservation reopens the part.
+    /// Download `index` closes its `.part` and keeps the name on disk (SetAsidePart): it waits for
+    /// a descriptor or its retry, and its next reservation reopens the part.
     func setAside(_ part: PartFile, for index: Int) {
         parts[index] = nil
         earlierNames[index] = .setAside(SetAsidePart(part))

@@ -202,7 +202,7 @@ final class JobIntake: AgentPart {
         guard let job = admitted, first.generation == runner.names.generation,
               job.record.className == first.className, !job.indices.isEmpty,
               job.part(of: 0) == nil, job.phase(of: 0) == .queued,
-              job.download(0).earlier?.isAt(first.part.location) ?? true else {
+              job.earlierName(of: 0)?.isAt(first.part.location) ?? true else {
             return first.part.discard()
         }
         if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return job.setAside(first.part, for: 0) }

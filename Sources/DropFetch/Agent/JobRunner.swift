@@ -405,6 +405,17 @@ final class JobRunner: AgentPart {
         let context = DownloadLifecycle.RetryContext(policy: policy, jitter: Double.random(in: 0..<1),
                                                      now: clock.now(), onceDeadline: onceDeadline)
         carryOut(job.apply(.attemptFailed(failure, context), to: index), job, index, failure: failure)
+        if case .waiting(_, .retry) = job.phase(of: index) { closeWhileWaiting(job, index) }
+    }
+
+    /// A download that waits for its retry closes its `.part` meanwhile and keeps the name
+    /// (SetAsidePart, its record saved when it holds data): the next reservation reopens the part
+    /// and resumes it. Before, each waiting download kept its descriptor: under `ulimit -n 48`, 20
+    /// jobs waiting an hour after a 503 took every descriptor, and the jobs behind them never started.
+    private func closeWhileWaiting(_ job: Job, _ index: Int) {
+        guard let part = job.part(of: index) else { return }
+        if !part.holdsNoData { try? part.saveRecord() }
+        job.setAside(part, for: index)
     }
 
     /// Carries out what a transition of download `index` asks for (`DownloadLifecycle.Effect`), in
@@ -456,9 +467,10 @@ final class JobRunner: AgentPart {
                 try? part.saveRecord()
             }
             job.releasePart(of: index)
-        } else if case .setAside? = job.download(index).earlier {
-            job.dropEarlierName(of: index, removing: true)
-            dataRemoved = true
+        } else if case .setAside(let aside)? = job.earlierName(of: index) {
+            // Closed while it waited: its data stays for a `retry`, as an open part's does.
+            job.dropEarlierName(of: index, removing: !aside.holdsData)
+            dataRemoved = !aside.holdsData
         }
         carryOut(job.apply(.failed(failure, dataRemoved: dataRemoved), to: index), job, index)
     }

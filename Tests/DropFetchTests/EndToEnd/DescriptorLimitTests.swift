@@ -19,6 +19,19 @@ struct DescriptorLimitTests {
         return process
     }
 
+    /// Whether `agent` ended within `timeout`; one that did not is killed and recorded as an
+    /// issue, so that a run that never ends fails the test instead of hanging it.
+    static func ends(_ agent: Process, within timeout: Duration, _ fixture: SpoolFixture) throws -> Bool {
+        if try waitUntil(timeout: timeout, { !agent.isRunning }) {
+            agent.waitUntilExit()
+            return true
+        }
+        kill(agent.processIdentifier, SIGKILL)
+        agent.waitUntilExit()
+        Issue.record("run --once did not end within \(timeout): \(fixture.logTail())")
+        return false
+    }
+
     /// The test process's hard limit.
     static var ownHardLimit: rlim_t {
         var limit = rlimit()
@@ -64,8 +77,7 @@ struct DescriptorLimitTests {
             try fixture.drop("s\(index).url", server.url("/s\(index).bin") + "\n  out=o\(wanted(index)).bin\n")
         }
         let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
-        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
-        agent.waitUntilExit()
+        guard try Self.ends(agent, within: .seconds(120), fixture) else { return }
         // Exit 1: some jobs failed (docs/cli.md).
         #expect(agent.terminationStatus == 1, "\(fixture.logTail())")
         let missing = (0..<jobs).filter { $0 % 5 == 0 }
@@ -86,8 +98,46 @@ struct DescriptorLimitTests {
                     "s\(index).url: \(name) does not hold its body")
         }
         #expect(expected.count == jobs - missing.count, "two done jobs name the same file")
-        // Nothing else: no part of a failed job, none given up or set aside and then left.
+        // Nothing else: no part of a failed job, none given up or set aside and then left; and no
+        // state file (one written late, after its job was filed) left in the work folder.
         #expect(fixture.destinationNames() == expected.sorted())
+        let left = fixture.names(in: "work/test-agent").filter { ![".lease", ".lock"].contains($0) }
+        #expect(left.isEmpty, "\(left)")
+        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
+    }
+
+    @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time where every third is answered 503 and retried only an hour later: run --once exits 75 with those jobs in the work folder, each with a state file that says when it is retried, and every other job in done/ with its bytes")
+    func exhaustedDescriptorsKeepWaitingJobsStates() throws {
+        let jobs = 300
+        let server = try TestHTTPServer()
+        var bodies: [Int: [UInt8]] = [:]
+        for index in 0..<jobs {
+            let body = TestHTTPServer.randomBytes(3_000 + index, seed: 53_000 + UInt64(index))
+            bodies[index] = body
+            server.serve("/w\(index).bin", body: body, faults: index % 3 == 0 ? [.status(code: 503)] : [])
+        }
+        let fixture = try SpoolFixture()
+        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }",
+                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\nonce_wait: 1s\n")
+        try FileManager.default.removeItem(atPath: fixture.configPath)
+        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
+        for index in 0..<jobs { try fixture.drop("w\(index).url", server.url("/w\(index).bin") + "\n") }
+        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
+        guard try Self.ends(agent, within: .seconds(120), fixture) else { return }
+        // 75: jobs are left waiting for their retry (docs/cli.md).
+        #expect(agent.terminationStatus == 75, "\(fixture.logTail())")
+        let waiting = (0..<jobs).filter { $0 % 3 == 0 }
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "done").count == jobs - waiting.count)
+        // What the next run needs of each waiting job: its attempt counted and when it is due.
+        let lost = waiting.filter { index in
+            guard let state = fixture.stateJSON("w\(index).url") else { return true }
+            return state["retry_at"] == nil || state["attempts"] as? Int != 1
+        }
+        #expect(lost.isEmpty, "\(lost.count) waiting jobs without their retry in a state file, first w\(lost.first ?? -1).url")
+        let wrong = (0..<jobs).filter { $0 % 3 != 0 }
+            .filter { fixture.downloaded("w\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex) }
+        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first w\(wrong.first ?? -1).bin")
         #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
 
@@ -136,8 +186,7 @@ struct DescriptorLimitTests {
     /// (a downloaded name and the sha256 its body has) is on disk with that sha256.
     private func runOnceExpectingNoFailure(limit: String, _ fixture: SpoolFixture, files: [(name: String, sha256: String?)]) throws {
         let agent = try Self.start(["run", "--once"], limit: limit, fixture)
-        #expect(try waitUntil(timeout: .seconds(120)) { !agent.isRunning })
-        agent.waitUntilExit()
+        guard try Self.ends(agent, within: .seconds(120), fixture) else { return }
         #expect(agent.terminationStatus == 0, "\(fixture.logTail())")
         let failed = fixture.jobs(in: "failed")
         let firstError = failed.first.flatMap { try? fixture.status("failed", $0).error?.message } ?? ""
