@@ -264,12 +264,10 @@ public final class Agent {
             }
             // The ends (publications, filings) held go to the worker as one request (JobFinish).
             sendFinishes()
-            if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.finishes.isEmpty {
-                // The states the stop asked for that found no descriptor: their jobs' parts are
-                // closed now, so they are tried again at once (a bounded number of times).
-                filer.writeOwedStates(now: .max)
-                if filer.nextOwedState == nil, context.workers.allSatisfy(\.isIdle) { break }
-            }
+            // A state the stop asked for that found no descriptor is tried again a second later
+            // (`housekeeping`), at most `JobFiler.owedStateTries` times, before the agent ends.
+            if case .stopping = state, table.runningCount == 0, !runner.isHashing, context.finishes.isEmpty,
+               filer.nextOwedState == nil, context.workers.allSatisfy(\.isIdle) { break }
             if options.once, onceRunIsOver() { break }
             // What this turn asked of each worker (fsyncs, claims, renames) goes to it as one batch.
             for worker in context.workers { worker.flush() }

@@ -19,7 +19,7 @@ final class JobFiler: AgentPart {
     private var owedStates: [String: OwedState] = [:]
 
     /// Tries of a state file that finds no descriptor before it is given up with an error line:
-    /// about ten seconds of shortage, a second apart, or ten at once while the agent stops.
+    /// about ten seconds of shortage, a second apart.
     static let owedStateTries = 10
 
     init(context: AgentContext) {
@@ -29,10 +29,10 @@ final class JobFiler: AgentPart {
     /// When the first owed state file is due (`pollTimeout`).
     var nextOwedState: Int64? { owedStates.values.lazy.map(\.due).min() }
 
-    /// Writes the state files owed since a descriptor shortage that are due by `now` (all of them
-    /// with `.max`, as the agent stops), of the jobs still here: a crash, a stop or a hold then
-    /// finds the name a download took and when its retry is due. A job being filed keeps its
-    /// entry until its filing is over (filed, its entry goes; given up, its state is written).
+    /// Writes the state files owed since a descriptor shortage that are due by `now`, of the jobs
+    /// still here: a crash, a stop or a hold then finds the name a download took and when its
+    /// retry is due. A job being filed keeps its entry until its filing is over (filed, its entry
+    /// goes; given up, its state is written).
     func writeOwedStates(now: Int64) {
         guard !owedStates.isEmpty else { return }
         for (workName, owed) in owedStates where owed.due <= now {

@@ -408,13 +408,14 @@ final class JobRunner: AgentPart {
         if case .waiting(_, .retry) = job.phase(of: index) { closeWhileWaiting(job, index) }
     }
 
-    /// A download that waits for its retry closes its `.part` meanwhile and keeps the name
-    /// (SetAsidePart, its record saved when it holds data): the next reservation reopens the part
-    /// and resumes it. Before, each waiting download kept its descriptor: under `ulimit -n 48`, 20
-    /// jobs waiting an hour after a 503 took every descriptor, and the jobs behind them never started.
+    /// A download that waits for its retry with nothing written closes its `.part` meanwhile and
+    /// keeps the name (SetAsidePart): the next reservation reopens it. Before, each waiting
+    /// download kept its descriptor: under `ulimit -n 48`, 20 jobs waiting an hour after a 503 took
+    /// every descriptor, and the jobs behind them never started. A part with data stays open: its
+    /// reservation would have to trust the part it reopens (an adopted job's distrust, a lock still
+    /// held by a pending sync, a final name taken meanwhile all discard it now).
     private func closeWhileWaiting(_ job: Job, _ index: Int) {
-        guard let part = job.part(of: index) else { return }
-        if !part.holdsNoData { try? part.saveRecord() }
+        guard let part = job.part(of: index), part.holdsNoData else { return }
         job.setAside(part, for: index)
     }
 
@@ -467,10 +468,9 @@ final class JobRunner: AgentPart {
                 try? part.saveRecord()
             }
             job.releasePart(of: index)
-        } else if case .setAside(let aside)? = job.earlierName(of: index) {
-            // Closed while it waited: its data stays for a `retry`, as an open part's does.
-            job.dropEarlierName(of: index, removing: !aside.holdsData)
-            dataRemoved = !aside.holdsData
+        } else if case .setAside? = job.earlierName(of: index) {
+            job.dropEarlierName(of: index, removing: true)
+            dataRemoved = true
         }
         carryOut(job.apply(.failed(failure, dataRemoved: dataRemoved), to: index), job, index)
     }

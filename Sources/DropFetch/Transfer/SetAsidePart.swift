@@ -1,9 +1,8 @@
-/// A `.part` closed while its download waits: for a descriptor (a part with no data), or for its
-/// retry (with or without data, its record saved). The file stays on disk with its owner sealed
-/// on it (OwnerMark) or in its record, so the name stays the job's (docs/spool.md, invariant 6)
-/// without holding a descriptor, and the download's next reservation reopens it and resumes what
-/// it holds (`PartFile.reserve` finds it this owner's). Before, a part with no data was removed,
-/// and a job that resolved to the same name meanwhile took the name this one had chosen first.
+/// A `.part` with no data closed while its download waits, for a descriptor or for its retry:
+/// the file stays on disk with its owner sealed on it (OwnerMark) or in its record, so the name
+/// stays the job's (docs/spool.md, invariant 6) without holding a descriptor, and the download's
+/// next reservation reopens it (`PartFile.reserve` finds it this owner's). Before, the part was
+/// removed, and a job that resolved to the same name meanwhile took the name this one had chosen first.
 ///
 /// It keeps its folder's path, not its handle: the handle of a `dir=` subfolder is a descriptor
 /// of its own, which a download waiting for descriptors must not hold.
@@ -14,9 +13,6 @@ struct SetAsidePart: Sendable {
     /// The part's inode and owner: a file under the name that is not this one is not removed.
     let inode: UInt64
     let owner: PartOwner
-    /// Whether it held data when it was closed: a download that fails for good keeps that data
-    /// for a `retry`, as an open part's is kept.
-    let holdsData: Bool
     private let key: RecordKey
 
     /// `part`'s place; the caller drops `part`, which closes its descriptor.
@@ -26,7 +22,6 @@ struct SetAsidePart: Sendable {
         finalName = part.finalName
         inode = part.record.part
         owner = PartOwner(job: part.record.owner, claim: part.record.claim)
-        holdsData = !part.holdsNoData
         key = part.key
     }
 
