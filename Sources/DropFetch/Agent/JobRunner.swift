@@ -133,7 +133,8 @@ final class JobRunner: AgentPart {
         let reservation: PartReservation
         switch names.reservation(for: job.download(index), of: job) {
         case .success(let made): reservation = made
-        case .failure(let failure): return reservationFailed(job, index, failure)
+        case .failure(.noDescriptors(let error)): return waitForDescriptors(job, index, cause: error.description)
+        case .failure(.failed(let failure)): return reservationFailed(job, index, failure)
         }
         job.apply(.reserving, to: index)
         let token = job.token(index)

@@ -53,20 +53,29 @@ final class OutputNames: AgentPart {
     /// fails with `exists`, `overwrite` waits for the owner. What is done here, on the loop, is
     /// only the destination root's lookup; the rest is the returned `PartReservation`'s, run on a
     /// worker (each creation there takes the folder's lock and can wait for its blocks).
-    func reservation(for download: Job.Download, of job: Job) -> Result<PartReservation, Failure> {
+    /// Why no reservation was made: the download fails, or its destination's folder found no
+    /// descriptor (open(2): EMFILE, ENFILE), and it waits for one.
+    enum Refusal: Error {
+        case failed(Failure)
+        case noDescriptors(SystemError)
+    }
+
+    func reservation(for download: Job.Download, of job: Job) -> Result<PartReservation, Refusal> {
         let subfolder: String
         let root: DirectoryHandle
         do {
             subfolder = try download.spec.subfolder(in: destinationPath(of: job)) ?? ""
         } catch {
-            return .failure(Failure(.invalidJob, "\(job.record.job): \(error)"))
+            return .failure(.failed(Failure(.invalidJob, "\(job.record.job): \(error)")))
         }
         do {
             root = try destinationRoot(of: job)
         } catch {
-            return .failure(OutputNames.folderFailure(error, dir: download.spec.dir))
+            // The roots are opened again after a config reload (`closeRoots`).
+            if DescriptorLimit.isShortage(error) { return .failure(.noDescriptors(error)) }
+            return .failure(.failed(OutputNames.folderFailure(error, dir: download.spec.dir)))
         }
-        guard let key = spool.recordKey else { return .failure(Failure(.internal, "the spool is not open")) }
+        guard let key = spool.recordKey else { return .failure(.failed(Failure(.internal, "the spool is not open"))) }
         return .success(PartReservation(
             root: root, subfolder: subfolder, dir: download.spec.dir,
             name: OutputNames.requestedName(of: download), owner: job.owner,
