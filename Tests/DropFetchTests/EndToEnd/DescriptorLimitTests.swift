@@ -32,6 +32,24 @@ struct DescriptorLimitTests {
         return false
     }
 
+    /// Serves `/PREFIXi.bin` for each `i` in `indices`, `size + i` random bytes from `seed + i`, with
+    /// the faults `faults(i)` gives; returns the bodies by index.
+    static func serveBodies(_ server: TestHTTPServer, _ indices: some Sequence<Int>, prefix: String, size: Int, seed: UInt64,
+                            faults: (Int) -> [TestHTTPServer.Fault] = { _ in [] }) -> [Int: [UInt8]] {
+        var bodies: [Int: [UInt8]] = [:]
+        for index in indices {
+            let body = TestHTTPServer.randomBytes(size + index, seed: seed + UInt64(index))
+            bodies[index] = body
+            server.serve("/\(prefix)\(index).bin", body: body, faults: faults(index))
+        }
+        return bodies
+    }
+
+    /// The files in the agent's work folder besides its lease and lock.
+    static func workFiles(_ fixture: SpoolFixture) -> [String] {
+        fixture.names(in: "work/test-agent").filter { ![".lease", ".lock"].contains($0) }
+    }
+
     /// The test process's hard limit.
     static var ownHardLimit: rlim_t {
         var limit = rlimit()
@@ -64,12 +82,7 @@ struct DescriptorLimitTests {
     func exhaustedDescriptorsKeepFailuresAndSharedNamesClean() throws {
         let jobs = 300
         let server = try TestHTTPServer()
-        var bodies: [Int: [UInt8]] = [:]
-        for index in 0..<jobs where index % 5 != 0 {
-            let body = TestHTTPServer.randomBytes(4_000 + index, seed: 47_000 + UInt64(index))
-            bodies[index] = body
-            server.serve("/s\(index).bin", body: body)
-        }
+        let bodies = Self.serveBodies(server, (0..<jobs).filter { $0 % 5 != 0 }, prefix: "s", size: 4_000, seed: 47_000)
         // Job i asks for out=o(i); every seventh asks for its predecessor's name.
         func wanted(_ index: Int) -> Int { index % 7 == 6 ? index - 1 : index }
         let fixture = try SpoolFixture(extraConfig: "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
@@ -101,8 +114,7 @@ struct DescriptorLimitTests {
         // Nothing else: no part of a failed job, none given up or set aside and then left; and no
         // state file (one written late, after its job was filed) left in the work folder.
         #expect(fixture.destinationNames() == expected.sorted())
-        let left = fixture.names(in: "work/test-agent").filter { ![".lease", ".lock"].contains($0) }
-        #expect(left.isEmpty, "\(left)")
+        #expect(Self.workFiles(fixture).isEmpty, "\(Self.workFiles(fixture))")
         #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
 
@@ -110,11 +122,8 @@ struct DescriptorLimitTests {
     func exhaustedDescriptorsKeepWaitingJobsStates() throws {
         let jobs = 300
         let server = try TestHTTPServer()
-        var bodies: [Int: [UInt8]] = [:]
-        for index in 0..<jobs {
-            let body = TestHTTPServer.randomBytes(3_000 + index, seed: 53_000 + UInt64(index))
-            bodies[index] = body
-            server.serve("/w\(index).bin", body: body, faults: index % 3 == 0 ? [.status(code: 503)] : [])
+        let bodies = Self.serveBodies(server, 0..<jobs, prefix: "w", size: 3_000, seed: 53_000) {
+            $0 % 3 == 0 ? [.status(code: 503)] : []
         }
         let fixture = try SpoolFixture()
         let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }",
@@ -199,12 +208,7 @@ struct DescriptorLimitTests {
     /// ends in done/ with its bytes; unless `descriptorsRunOut`, no descriptor ran out either.
     private func expectAllDone(limit: String, seed: UInt64, jobs: Int = 1000, descriptorsRunOut: Bool = false) throws {
         let server = try TestHTTPServer()
-        var bodies: [Int: [UInt8]] = [:]
-        for index in 0..<jobs {
-            let body = TestHTTPServer.randomBytes(4_000 + index, seed: seed + UInt64(index))
-            bodies[index] = body
-            server.serve("/s\(index).bin", body: body)
-        }
+        let bodies = Self.serveBodies(server, 0..<jobs, prefix: "s", size: 4_000, seed: seed)
         let fixture = try SpoolFixture(extraConfig: "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
         for index in 0..<jobs { try fixture.drop("s\(index).url", server.url("/s\(index).bin") + "\n") }
         try runOnceExpectingNoFailure(limit: limit, fixture,
