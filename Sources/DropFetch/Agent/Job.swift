@@ -112,6 +112,16 @@ final class Job {
     /// The `.part` download `index` owns, if any.
     func part(of index: Int) -> PartFile? { parts[index] }
 
+    /// The parts the job's other downloads set aside: names download `index` must not take,
+    /// though their owner (the job) is its own.
+    func setAsideParts(besides index: Int) -> [SetAsidePart] {
+        guard !earlierNames.isEmpty else { return [] }
+        return earlierNames.compactMap { other, name in
+            guard other != index, case .setAside(let part) = name else { return nil }
+            return part
+        }
+    }
+
     /// The name download `index` took before its next reservation, if any (`Download.earlier`).
     func earlierName(of index: Int) -> PartReservation.EarlierName? {
         earlierNames.isEmpty ? nil : earlierNames[index]
@@ -153,6 +163,7 @@ final class Job {
     /// Download `index` closes its `.part` and keeps the name on disk (SetAsidePart): it waits for
     /// a descriptor or its retry, and its next reservation reopens the part.
     func setAside(_ part: PartFile, for index: Int) {
+        part.retire()
         parts[index] = nil
         earlierNames[index] = .setAside(SetAsidePart(part))
     }

@@ -60,7 +60,7 @@ final class OutputNames: AgentPart {
         case noDescriptors(SystemError)
     }
 
-    func reservation(for download: Job.Download, of job: Job) -> Result<PartReservation, Refusal> {
+    func reservation(for download: Job.Download, of job: Job, siblings: [SetAsidePart] = []) -> Result<PartReservation, Refusal> {
         let subfolder: String
         let root: DirectoryHandle
         do {
@@ -80,7 +80,7 @@ final class OutputNames: AgentPart {
             root: root, subfolder: subfolder, dir: download.spec.dir,
             name: OutputNames.requestedName(of: download), owner: job.owner,
             onConflict: config.onConflict, digest: config.digest, mode: config.fileMode, durable: config.fsync,
-            key: key, distrustsData: job.distrustsData, earlier: download.earlier))
+            key: key, distrustsData: job.distrustsData, earlier: download.earlier, siblings: siblings))
     }
 
     /// The name a download asks for (`out=`, else the URL's file name): the first one tried.

@@ -117,7 +117,7 @@ final class JobClaim: WorkerTask {
                 name: download.out ?? FileName.fromURL(download.urls[0]),
                 owner: PartOwner(job: claim.entry.name, claim: contents.inode), onConflict: shared.config.onConflict,
                 digest: shared.config.digest, mode: shared.config.fileMode, durable: shared.config.fsync, key: naming.key, distrustsData: false,
-                earlier: nil)
+                earlier: nil, siblings: [])
             guard case .reserved(let part) = reservation.perform() else { return nil }
             return (Taken(part: part, accepted: accepted), opened)
         }

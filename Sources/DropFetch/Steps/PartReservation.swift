@@ -12,10 +12,10 @@ final class PartReservation: WorkerTask {
 
     init(root: DirectoryHandle, subfolder: String, dir: String?, name: String, owner: PartOwner,
          onConflict: Config.ConflictPolicy, digest: Config.DigestChoice, mode: UInt32, durable: Bool, key: RecordKey,
-         distrustsData: Bool = false, earlier: EarlierName? = nil) {
+         distrustsData: Bool = false, earlier: EarlierName? = nil, siblings: [SetAsidePart] = []) {
         request = Request(root: root, subfolder: subfolder, dir: dir, name: name, owner: owner, onConflict: onConflict,
                           digest: digest, mode: mode, durable: durable, key: key, distrustsData: distrustsData,
-                          earlier: earlier)
+                          earlier: earlier, siblings: siblings)
     }
 
     /// The name a download chose before this reservation: tried first (invariant 6: it stays the
@@ -118,6 +118,9 @@ final class PartReservation: WorkerTask {
         /// Fencing): its `.part` is replaced by a new file, which that agent never opened.
         let distrustsData: Bool
         let earlier: EarlierName?
+        /// The parts the job's other downloads set aside: their owner is this job too, so
+        /// `PartFile.reserve` would reopen them as this download's; they are taken instead.
+        let siblings: [SetAsidePart]
 
         func perform() -> Answer {
             let folder: DirectoryHandle
@@ -158,8 +161,19 @@ final class PartReservation: WorkerTask {
             return .failed(Failure(.exists, "no free name for \(name) in \(folder.path)"))
         }
 
+        /// This download's own part under `candidate`, closed while it waited in this run: it was
+        /// created or vetted by this run's reservation, so its data is the job's to resume.
+        private func ownSetAside(_ candidate: String, in folder: DirectoryHandle) -> SetAsidePart? {
+            guard case .setAside(let part)? = earlier, part.folderPath == folder.path, part.finalName == candidate else { return nil }
+            return part
+        }
+
         /// Takes `candidate`, or finds this job's published file under it; nil: the next name.
         private func take(_ candidate: String, in folder: DirectoryHandle) throws(SystemError) -> Answer? {
+            let own = ownSetAside(candidate, in: folder)
+            if own == nil, siblings.contains(where: { $0.folderPath == folder.path && $0.finalName == candidate }) {
+                return taken(candidate, in: folder, by: "another download of \(owner.job)")
+            }
             if let final = try folder.status(candidate) {
                 if try OutputNames.isPublished(candidate, final, in: folder, by: owner, key: key) {
                     // Under `digest: none` the status file has no SHA-256 and none of the file is read.
@@ -171,18 +185,22 @@ final class PartReservation: WorkerTask {
                 }
                 switch onConflict {
                 case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) already exists (on_conflict: fail)"))
-                case .rename: return nil
+                // The download's own part with data keeps it: its publication takes the next free
+                // name, as it would have had the part stayed open while the download waited. An
+                // empty one moves on to the next free name now.
+                case .rename: if own?.holdsData != true { return nil }
                 case .overwrite: break
                 }
             }
             var reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
-            if distrustsData, case .ours(let found) = reservation, !found.isUntouched {
+            if distrustsData, case .ours(let found) = reservation, !found.isUntouched, found.record.part != own?.inode {
                 // A write of the fenced owner may still land in that file: a new one starts from 0.
                 found.discard()
                 reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
             }
             switch reservation {
             case .ours(let part):
+                if let own { part.restore(record: own.record) }
                 if let earlier, !earlier.isAt(part.location) { earlier.remove(in: folder, owner: owner, key: key) }
                 return .reserved(part.handOver())
             case .obstructed(let reason):
@@ -190,11 +208,21 @@ final class PartReservation: WorkerTask {
                 if onConflict == .rename { return nil }
                 return .failed(Failure(.exists, reason))
             case .taken(let other):
-                switch onConflict {
-                case .rename: return nil
-                case .fail: return .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(other) (on_conflict: fail)"))
-                case .overwrite: return .ownerBusy(other)
+                // Its own part, still locked through a descriptor a step holds (a sync of its data):
+                // waited for while that descriptor is open, never left behind for another name.
+                if let own, own.mayStillBeLocked, try folder.status(own.name).map({ UInt64($0.st_ino) }) == own.inode {
+                    return .ownerBusy("this job (its part is still in use)")
                 }
+                return taken(candidate, in: folder, by: other)
+            }
+        }
+
+        /// `candidate` while another owns its part: the next name, a failure or a wait, as `on_conflict` says.
+        private func taken(_ candidate: String, in folder: DirectoryHandle, by other: String) -> Answer? {
+            switch onConflict {
+            case .rename: nil
+            case .fail: .failed(Failure(.exists, "\(folder.path)/\(candidate) is being downloaded by \(other) (on_conflict: fail)"))
+            case .overwrite: .ownerBusy(other)
             }
         }
     }

@@ -32,7 +32,8 @@ final class PartFile {
     /// The record file as last written by this part: its inode and size, and the record it
     /// holds; nil until one was written or read.
     private var recordFile: (inode: UInt64, size: Int, saved: ResumeRecord)?
-    /// Set by `discard`: a late checkpoint must not write a record for data that is gone.
+    /// Set by `discard` and `retire`: a late checkpoint must not write a record for data that is
+    /// gone, or over the record of the part reopened after it.
     private var discarded = false
     /// The file offset of the next write when known (0 for a file just opened), else nil.
     private var position: Int64? = 0
@@ -527,6 +528,20 @@ final class PartFile {
     /// Gives up the data without removing it here: the removal is on its way to a worker
     /// (`PartRemoval`), and no record may be written for the part meanwhile.
     func markDiscarded() {
+        discarded = true
+    }
+
+    /// Takes `known`, the record this part had when it was set aside (SetAsidePart), when it
+    /// describes this file: a record file that found no descriptor or space was never written,
+    /// and the reopened part would otherwise resume nothing of what the download got.
+    func restore(record known: ResumeRecord) {
+        guard known.part == record.part, known.isOwned(by: PartOwner(job: record.owner, claim: record.claim)) else { return }
+        record = known
+    }
+
+    /// Gives the part up to a later reservation that reopens it (SetAsidePart): a step still
+    /// holding this object (a sync's answer) writes no record over the one the reopened part keeps.
+    func retire() {
         discarded = true
     }
 

@@ -1,8 +1,9 @@
-/// A `.part` with no data closed while its download waits, for a descriptor or for its retry:
-/// the file stays on disk with its owner sealed on it (OwnerMark) or in its record, so the name
-/// stays the job's (docs/spool.md, invariant 6) without holding a descriptor, and the download's
-/// next reservation reopens it (`PartFile.reserve` finds it this owner's). Before, the part was
-/// removed, and a job that resolved to the same name meanwhile took the name this one had chosen first.
+/// A `.part` closed while its download waits, for a descriptor (an empty one) or for its retry
+/// (with its data): the file stays on disk with its owner sealed on it (OwnerMark) or in its
+/// record, so the name and the data stay the job's (docs/spool.md, invariant 6) without holding a
+/// descriptor, and the download's next reservation reopens it (`PartFile.reserve` finds it this
+/// owner's; `PartReservation` takes it as the download's own). Before, the part was removed, and a
+/// job that resolved to the same name meanwhile took the name this one had chosen first.
 ///
 /// It keeps its folder's path, not its handle: the handle of a `dir=` subfolder is a descriptor
 /// of its own, which a download waiting for descriptors must not hold.
@@ -13,6 +14,14 @@ struct SetAsidePart: Sendable {
     /// The part's inode and owner: a file under the name that is not this one is not removed.
     let inode: UInt64
     let owner: PartOwner
+    /// Whether it holds data (or a split's pieces) for the next attempt to resume.
+    let holdsData: Bool
+    /// Its record as the loop last knew it: its record file may be older, or missing when no
+    /// descriptor was free to write it.
+    let record: ResumeRecord
+    /// The descriptor the part had: while a step still holds it (a sync of the data), so does the
+    /// part's lock, and the next reservation waits for it rather than take another name.
+    private weak var descriptor: FileDescriptor?
     private let key: RecordKey
 
     /// `part`'s place; the caller drops `part`, which closes its descriptor.
@@ -22,8 +31,14 @@ struct SetAsidePart: Sendable {
         finalName = part.finalName
         inode = part.record.part
         owner = PartOwner(job: part.record.owner, claim: part.record.claim)
+        holdsData = !part.holdsNoData
+        record = part.record
+        descriptor = part.file
         key = part.key
     }
+
+    /// Whether the descriptor it had may still hold the part's lock (flock(2)).
+    var mayStillBeLocked: Bool { descriptor != nil }
 
     /// Whether `location` is where this part lies.
     func isAt(_ location: PartFile.Location) -> Bool {

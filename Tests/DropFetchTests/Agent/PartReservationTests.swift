@@ -14,11 +14,13 @@ struct PartReservationTests {
 
     private func reservation(_ root: DirectoryHandle, job: String, claim: UInt64, subfolder: String = "",
                              onConflict: Config.ConflictPolicy = .rename, setAside: SetAsidePart? = nil,
-                             recorded: String? = nil) -> PartReservation {
+                             recorded: String? = nil, distrustsData: Bool = false, siblings: [SetAsidePart] = []) -> PartReservation {
         PartReservation(root: root, subfolder: subfolder, dir: subfolder.isEmpty ? nil : subfolder, name: "a.bin",
                         owner: PartOwner(job: job, claim: claim), onConflict: onConflict, digest: .sha256,
                         mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)),
-                        earlier: setAside.map(PartReservation.EarlierName.setAside) ?? recorded.map { PartReservation.EarlierName.recorded(name: FileSystem.baseName(of: $0)) })
+                        distrustsData: distrustsData,
+                        earlier: setAside.map(PartReservation.EarlierName.setAside) ?? recorded.map { PartReservation.EarlierName.recorded(name: FileSystem.baseName(of: $0)) },
+                        siblings: siblings)
     }
 
     /// Reserves a name for `job` and sets its part aside as a download waiting for a descriptor
@@ -50,6 +52,12 @@ struct PartReservationTests {
     /// Reserves a name for `job`, writes 1,000 bytes into its part with a record that vouches for
     /// them, and returns the part's final path; the part is closed when the reservation goes.
     private func writePartially(_ root: DirectoryHandle, job: String, claim: UInt64) throws -> String {
+        try partWithData(root, job: job, claim: claim).finalPath
+    }
+
+    /// Reserves a name for `job` and writes 1,000 bytes into its part with a record that vouches
+    /// for them; the part, still open (and locked) until the caller drops it.
+    private func partWithData(_ root: DirectoryHandle, job: String, claim: UInt64) throws -> PartFile {
         let taken = reservation(root, job: job, claim: claim)
         let part = try reservedPart(taken)
         part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v1\"", lastModified: nil, total: 4000)
@@ -57,7 +65,7 @@ struct PartReservationTests {
         part.size += 1000
         try part.checkpoint()
         taken.release(keeping: true)
-        return part.finalPath
+        return part
     }
 
     private func inode(_ path: String) throws -> UInt64 {
@@ -216,6 +224,65 @@ struct PartReservationTests {
         let part = try reservedPart(moved)
         #expect(part.finalName == "a.bin")
         #expect(try files(in: path) == [".a.bin.part", "a.1.bin"], "the part set aside under a.1.bin is removed")
+    }
+
+    @Test("a part set aside with data (a download waiting for its retry) is its download's to reopen with the data: while another descriptor still holds its lock the reservation waits, and then it takes the same file back although the job distrusts adopted data and someone wrote a.bin meanwhile (the publication takes the next free name)")
+    func setAsidePartWithDataIsReopened() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var open: PartFile? = try partWithData(root, job: "x.url", claim: 1)
+        let setAside = SetAsidePart(try #require(open))
+        #expect(setAside.holdsData)
+        // A step still holds the part (a sync of its data): its lock is taken.
+        let busy = reservation(root, job: "x.url", claim: 1, setAside: setAside)
+        _ = busy.perform()
+        guard case .ownerBusy = busy.choice else {
+            Issue.record("expected to wait for its own part: \(busy.choice)")
+            return
+        }
+        #expect(busy.keepsEarlier)
+        open = nil
+        #expect(openDescriptors(to: path + "/.a.bin.part").isEmpty, "the part is closed")
+        #expect(!setAside.mayStillBeLocked)
+
+        // Its record file was never written (no descriptor was free): the record kept with the
+        // part set aside vouches for the data.
+        try FileManager.default.removeItem(atPath: path + "/.a.bin.part.json")
+        try Data("not ours".utf8).write(to: URL(fileURLWithPath: path + "/a.bin"))
+        let again = reservation(root, job: "x.url", claim: 1, setAside: setAside, distrustsData: true)
+        let reopened = try reservedPart(again)
+        #expect(reopened.finalName == "a.bin")
+        #expect(reopened.record.part == setAside.inode, "the same file, not a new one")
+        #expect(try reopened.resumableBytes() == 1000, "its data is resumed")
+        #expect(!again.keepsEarlier)
+        #expect(try files(in: path).filter { !$0.hasPrefix(".a.bin.part") } == ["a.bin"], "no other name taken")
+        #expect(FileManager.default.contents(atPath: path + "/a.bin") == Data("not ours".utf8))
+    }
+
+    @Test("a part another download of the same job set aside is not taken by this one, though the owner is the same: rename takes a.1.bin, fail fails with exists; and a part set aside whose own descriptor is gone but whose lock another process holds is given up for the next name, not waited for")
+    func setAsidePartsOfOtherDownloadsAndForeignLocks() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sibling = SetAsidePart(try partWithData(root, job: "x.url", claim: 1))
+        let renamed = try reservedPart(reservation(root, job: "x.url", claim: 1, siblings: [sibling]))
+        #expect(renamed.finalName == "a.1.bin")
+        #expect(renamed.record.part != sibling.inode)
+        let failing = reservation(root, job: "x.url", claim: 1, onConflict: .fail, siblings: [sibling])
+        _ = failing.perform()
+        guard case .failed(let failure) = failing.choice else {
+            Issue.record("expected exists: \(failing.choice)")
+            return
+        }
+        #expect(failure.kind == .exists)
+        #expect(try inode(path + "/.a.bin.part") == sibling.inode, "the other download's part is left as it was")
+
+        // Another process locks the set-aside part: no descriptor of this agent is waited for.
+        let holder = open(path + "/.a.bin.part", O_RDONLY)
+        defer { close(holder) }
+        #expect(flock(holder, LOCK_EX) == 0)
+        let moved = reservation(root, job: "x.url", claim: 1, setAside: sibling)
+        _ = moved.perform()
+        if case .ownerBusy = moved.choice { Issue.record("waited for a lock no descriptor of the agent holds") }
     }
 
     @Test("a reservation that answers with a wait (another owner of the name) leaves the part set aside on disk; if the job left meanwhile, its release removes it")
