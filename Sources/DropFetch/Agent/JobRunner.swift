@@ -109,12 +109,14 @@ final class JobRunner: AgentPart {
 
     /// A download that found no descriptor (for its name, a connection, its digest, or the last
     /// connection of a split): tried again after `DescriptorLimit.retryDelay`, without spending
-    /// an attempt. An empty `.part` is closed meanwhile and kept on disk (SetAsidePart; the next
-    /// start reopens it), so that downloads waiting for descriptors do not hold them: under
-    /// `ulimit -n 40`, 12 split downloads each kept theirs and none could open its digest's reader.
+    /// an attempt. Its `.part` is closed meanwhile and kept on disk with its data (SetAsidePart;
+    /// the next start reopens it), so that downloads waiting for descriptors do not hold them:
+    /// under `ulimit -n 40`, 12 split downloads each kept theirs and none could open its digest's
+    /// reader; under `ulimit -n 48`, 30 resumed downloads kept theirs, none could open its
+    /// digest's reader, and no finished job could write its status file.
     func waitForDescriptors(_ job: Job, _ index: Int, cause: String) {
         noteDescriptorShortage(cause)
-        if let part = job.part(of: index), part.holdsNoData { job.setAside(part, for: index) }
+        if let part = job.part(of: index) { job.setAside(part, for: index) }
         carryOut(job.apply(.descriptorsShort(until: clock.now() + DescriptorLimit.retryDelay), to: index), job, index)
     }
 
@@ -131,7 +133,7 @@ final class JobRunner: AgentPart {
     private func reserve(_ entry: Scheduler.Entry, _ job: Job) {
         let index = entry.unit.download
         let reservation: PartReservation
-        switch names.reservation(for: job.download(index), of: job) {
+        switch names.reservation(for: job.download(index), of: job, siblings: job.setAsideParts(besides: index)) {
         case .success(let made): reservation = made
         case .failure(.noDescriptors(let error)): return waitForDescriptors(job, index, cause: error.description)
         case .failure(.failed(let failure)): return reservationFailed(job, index, failure)
@@ -409,14 +411,14 @@ final class JobRunner: AgentPart {
         if case .waiting(_, .retry) = job.phase(of: index) { closeWhileWaiting(job, index) }
     }
 
-    /// A download that waits for its retry with nothing written closes its `.part` meanwhile and
-    /// keeps the name (SetAsidePart): the next reservation reopens it. Before, each waiting
-    /// download kept its descriptor: under `ulimit -n 48`, 20 jobs waiting an hour after a 503 took
-    /// every descriptor, and the jobs behind them never started. A part with data stays open: its
-    /// reservation would have to trust the part it reopens (an adopted job's distrust, a lock still
-    /// held by a pending sync, a final name taken meanwhile all discard it now).
+    /// A download that waits for its retry closes its `.part` meanwhile and keeps the name and the
+    /// data (SetAsidePart): the next reservation reopens it as its own (`PartReservation`: no
+    /// adopted job's distrust, a lock still held by a sync waited for, a final name taken meanwhile
+    /// left to the publication). Before, each waiting download kept its descriptor: under
+    /// `ulimit -n 48`, 20 jobs waiting an hour after a 503 or a dropped connection took every
+    /// descriptor, and the jobs behind them never started.
     private func closeWhileWaiting(_ job: Job, _ index: Int) {
-        guard let part = job.part(of: index), part.holdsNoData else { return }
+        guard let part = job.part(of: index) else { return }
         job.setAside(part, for: index)
     }
 

@@ -150,6 +150,65 @@ struct DescriptorLimitTests {
         #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
 
+    @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time where every third loses its connection after 1,000 bytes and is retried only an hour later: run --once exits 75, each of those jobs waits with a state file and its .part holding the 1,000 bytes it got, and every other job is in done/ with its bytes")
+    func exhaustedDescriptorsKeepPartialDownloads() throws {
+        let jobs = 300
+        let server = try TestHTTPServer()
+        let bodies = Self.serveBodies(server, 0..<jobs, prefix: "p", size: 3_000, seed: 54_000) {
+            $0 % 3 == 0 ? [.dropAfter(bytes: 1_000)] : []
+        }
+        let fixture = try SpoolFixture()
+        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }",
+                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\nonce_wait: 1s\n")
+        try FileManager.default.removeItem(atPath: fixture.configPath)
+        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
+        for index in 0..<jobs { try fixture.drop("p\(index).url", server.url("/p\(index).bin") + "\n") }
+        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
+        guard try Self.ends(agent, within: .seconds(120), fixture) else { return }
+        #expect(agent.terminationStatus == 75, "\(fixture.logTail())")
+        let waiting = (0..<jobs).filter { $0 % 3 == 0 }
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "done").count == jobs - waiting.count)
+        let lost = waiting.filter { index in
+            guard let state = fixture.stateJSON("p\(index).url") else { return true }
+            return state["retry_at"] == nil || state["attempts"] as? Int != 1
+        }
+        #expect(lost.isEmpty, "\(lost.count) waiting jobs without their retry in a state file, first p\(lost.first ?? -1).url")
+        // The bytes each got are kept for the retry to resume, not thrown away with a closed part.
+        let discarded = waiting.filter { index in
+            let part = FileManager.default.contents(atPath: fixture.destination + "/.p\(index).bin.part").map { [UInt8]($0) }
+            return part != bodies[index].map { Array($0.prefix(1_000)) }
+        }
+        #expect(discarded.isEmpty, "\(discarded.count) waiting jobs without their 1,000 bytes, first .p\(discarded.first ?? -1).bin.part")
+        let wrong = (0..<jobs).filter { $0 % 3 != 0 }
+            .filter { fixture.downloaded("p\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex) }
+        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first p\(wrong.first ?? -1).bin")
+        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
+    }
+
+    @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time where every third loses its first connection after 1,000 bytes and is retried a second later: all end in done/ with their bytes, and each retry asks only for what its part lacks (Range: bytes=1000-)")
+    func partialDownloadsResumeAfterWaitingClosed() throws {
+        let jobs = 300
+        let server = try TestHTTPServer()
+        let bodies = Self.serveBodies(server, 0..<jobs, prefix: "r", size: 3_000, seed: 55_000) {
+            $0 % 3 == 0 ? [.times(1, .dropAfter(bytes: 1_000))] : []
+        }
+        let fixture = try SpoolFixture()
+        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1s, max_delay: 2s }",
+                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
+        try FileManager.default.removeItem(atPath: fixture.configPath)
+        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
+        for index in 0..<jobs { try fixture.drop("r\(index).url", server.url("/r\(index).bin") + "\n") }
+        try runOnceExpectingNoFailure(limit: "-n 48", fixture, files: (0..<jobs).map { ("r\($0).bin", bodies[$0].map(TestHTTPServer.sha256Hex)) })
+        // A retry that found no descriptor (for its digest's reader, its connection) is started
+        // again, from the same byte.
+        let notResumed = (0..<jobs).filter { $0 % 3 == 0 }.filter { index in
+            let ranges = server.requests(to: "/r\(index).bin").map { $0.header("Range") }
+            return ranges.first != .some(nil) || ranges.count < 2 || ranges.dropFirst().contains { $0 != "bytes=1000-" }
+        }
+        #expect(notResumed.isEmpty, "\(notResumed.count) retries did not resume, first r\(notResumed.first ?? -1).bin: \(server.requests(to: "/r\(notResumed.first ?? 0).bin"))")
+    }
+
     @Test("with only 48 descriptors and one attempt allowed, 12 downloads of 4 MiB split in 1 MiB pieces, 32 connections at a time, all end in done/ with their sha256: sockets, digest readers and parts that found no descriptor wait without spending the attempt")
     func splitDownloadsWaitForDescriptors() throws {
         let server = try TestHTTPServer()
