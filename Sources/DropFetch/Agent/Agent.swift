@@ -449,6 +449,7 @@ public final class Agent {
 
     /// Exit precedence (docs/cli.md): 3 (a job could not be filed) > 1 (failed) > 75 (left waiting) > 0.
     private func finalStatus() -> ExitStatus {
+        runner.writeOwedRecords()
         schedule.finish()
         if options.once, let removal = history.runNow(rule: config.history, wallSeconds: clock.wallSeconds()) { noteHistory(removal) }
         writeMetrics()

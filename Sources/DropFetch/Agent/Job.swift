@@ -122,6 +122,11 @@ final class Job {
         }
     }
 
+    /// Writes the records its set-aside parts could not write (SetAsidePart.writeOwedRecord).
+    func writeOwedRecords() {
+        for case .setAside(let part) in earlierNames.values { part.writeOwedRecord() }
+    }
+
     /// The name download `index` took before its next reservation, if any (`Download.earlier`).
     func earlierName(of index: Int) -> PartReservation.EarlierName? {
         earlierNames.isEmpty ? nil : earlierNames[index]

@@ -28,6 +28,12 @@ extension JobRunner {
         bandwidth.applyRateLimits()
     }
 
+    /// Before the agent ends (a stop, the end of `run --once`): the records of parts set aside
+    /// with data that found no descriptor when they were closed, so the next run resumes them.
+    func writeOwedRecords() {
+        for job in table.allJobs { job.writeOwedRecords() }
+    }
+
     /// Drops every job and transfer without a step on disk (DESIGN.md §10 Fencing): the handles
     /// leave the multi handle, so that no byte more is received for them, and nothing is written,
     /// published, removed or filed; another agent may own these jobs now.
@@ -72,6 +78,7 @@ extension JobRunner {
         try? FileSystem.removeIfPresent(spool.statePath(for: workName))
         let place = spool.whereIs(job: job.record.job, workName: workName, folder: job.record.folder ?? "")
         let keep = place == .hold || place == .inbox
+        if keep { job.writeOwedRecords() }
         if !keep {
             for (index, download) in job.downloads.enumerated() {
                 // A reservation on its way deals with the part set aside (`PartReservation.release`).

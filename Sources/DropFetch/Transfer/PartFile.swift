@@ -455,6 +455,9 @@ final class PartFile {
         }
     }
 
+    /// Whether its record file holds the record as it is now (no write of it failed since).
+    var recordIsWritten: Bool { recordFile?.saved == record }
+
     /// Whether this part has a record file (written or read by it): until its first checkpoint,
     /// hold or failure a new part has none, and nothing is removed for it when it is filed.
     var hasRecordFile: Bool { recordFile != nil }

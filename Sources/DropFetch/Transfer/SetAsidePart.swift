@@ -19,6 +19,9 @@ struct SetAsidePart: Sendable {
     /// Its record as the loop last knew it: its record file may be older, or missing when no
     /// descriptor was free to write it.
     let record: ResumeRecord
+    /// Whether `record` is not in its record file (a write that found no descriptor): it is
+    /// written before the agent ends or the job is held (`writeOwedRecord`), for the next run.
+    let owesRecord: Bool
     /// The descriptor the part had: while a step still holds it (a sync of the data), so does the
     /// part's lock, and the next reservation waits for it rather than take another name.
     private weak var descriptor: FileDescriptor?
@@ -33,6 +36,7 @@ struct SetAsidePart: Sendable {
         owner = PartOwner(job: part.record.owner, claim: part.record.claim)
         holdsData = !part.holdsNoData
         record = part.record
+        owesRecord = holdsData && !part.recordIsWritten
         descriptor = part.file
         key = part.key
     }
@@ -43,6 +47,14 @@ struct SetAsidePart: Sendable {
     /// Whether `location` is where this part lies.
     func isAt(_ location: PartFile.Location) -> Bool {
         location.name == name && location.folder.path == folderPath
+    }
+
+    /// Writes `record` into the part's record file if a write of it failed, while the name still
+    /// holds this part: without it the next run could not resume the data it holds.
+    func writeOwedRecord() {
+        guard owesRecord, let folder = try? DirectoryHandle.openRoot(folderPath, create: false),
+              let found = try? folder.status(name), UInt64(found.st_ino) == inode else { return }
+        PartFile.restoreRecord(record, named: ResumeRecord.name(forPart: name), in: folder, key: key)
     }
 
     /// Gives the name up: the part and its record are removed if the name still holds this file

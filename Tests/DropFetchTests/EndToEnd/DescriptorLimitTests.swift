@@ -180,6 +180,12 @@ struct DescriptorLimitTests {
             return part != bodies[index].map { Array($0.prefix(1_000)) }
         }
         #expect(discarded.isEmpty, "\(discarded.count) waiting jobs without their 1,000 bytes, first .p\(discarded.first ?? -1).bin.part")
+        // What lets the next run resume them: each part's record, naming the server's validator.
+        let unrecorded = waiting.filter { index in
+            let record = FileManager.default.contents(atPath: fixture.destination + "/.p\(index).bin.part.json")
+            return record.map { String(decoding: $0, as: UTF8.self).contains("v1") } != true
+        }
+        #expect(unrecorded.isEmpty, "\(unrecorded.count) waiting parts without a record of their validator, first .p\(unrecorded.first ?? -1).bin.part")
         let wrong = (0..<jobs).filter { $0 % 3 != 0 }
             .filter { fixture.downloaded("p\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex) }
         #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first p\(wrong.first ?? -1).bin")
