@@ -9,8 +9,9 @@
 set -eu
 export PATH="$PATH:/usr/sbin:/sbin"
 here=$(cd "$(dirname "$0")" && pwd); "$here/nginx-tmpfs.sh" >/dev/null
-command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
-command -v perf >/dev/null || apt-get install -y -qq linux-perf >/dev/null
+need() { command -v "$1" >/dev/null || { apt-get update -qq >/dev/null; apt-get install -y -qq "$2" >/dev/null; }; }
+need valgrind valgrind
+need perf linux-perf
 d=$(mktemp -d /dev/shm/instr-XXXX); trap 'rm -rf "$d"' EXIT
 cfg() { printf 'spool: %s/sp\ndestination: %s/dl\nlog_level: warning\nconcurrency: { total: 4, per_host: 2 }\nfsync: false\ndigest: none\n' "$d" "$d" > "$d/cfg.yaml"; }
 cfg

@@ -22,7 +22,8 @@ CONF
 if [ -f "$B/nginx.pid" ] && kill -0 "$(cat "$B/nginx.pid")" 2>/dev/null; then
   kill -HUP "$(cat "$B/nginx.pid")"
 else
-  command -v nginx >/dev/null || { apt-get install -y -qq nginx-light >/dev/null; }
+  # A fresh machine's package lists may be empty: updated first (make bench-deps does the same).
+  command -v nginx >/dev/null || { apt-get update -qq >/dev/null; apt-get install -y -qq nginx-light >/dev/null; }
   nginx -c "$B/nginx.conf"
 fi
 curl -sf -o /dev/null http://127.0.0.1:18080/small/f1.bin
