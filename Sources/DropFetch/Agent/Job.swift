@@ -122,9 +122,16 @@ final class Job {
         }
     }
 
-    /// Writes the records its set-aside parts could not write (SetAsidePart.writeOwedRecord).
+    /// Writes the records its parts could not write when a descriptor or the disk was short: the
+    /// open ones' (PartFile.saveRecord) and the set-aside ones' (SetAsidePart.writeOwedRecord),
+    /// but none of a download whose reservation is on a worker (it has reopened its part).
     func writeOwedRecords() {
-        for case .setAside(let part) in earlierNames.values { part.writeOwedRecord() }
+        for (index, part) in parts.enumerated() {
+            if let part, !part.recordIsWritten, !part.holdsNoData { try? part.saveRecord() }
+            guard !earlierNames.isEmpty, machine.downloads[index].phase != .reserving,
+                  case .setAside(let aside)? = earlierNames[index] else { continue }
+            aside.writeOwedRecord()
+        }
     }
 
     /// The name download `index` took before its next reservation, if any (`Download.earlier`).

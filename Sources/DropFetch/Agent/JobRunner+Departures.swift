@@ -31,6 +31,8 @@ extension JobRunner {
     /// Before the agent ends (a stop, the end of `run --once`): the records of parts set aside
     /// with data that found no descriptor when they were closed, so the next run resumes them.
     func writeOwedRecords() {
+        // Another agent may own these jobs once the lease is broken (DESIGN.md §10 Fencing).
+        guard !context.fence.isBroken else { return }
         for job in table.allJobs { job.writeOwedRecords() }
     }
 
@@ -78,7 +80,7 @@ extension JobRunner {
         try? FileSystem.removeIfPresent(spool.statePath(for: workName))
         let place = spool.whereIs(job: job.record.job, workName: workName, folder: job.record.folder ?? "")
         let keep = place == .hold || place == .inbox
-        if keep { job.writeOwedRecords() }
+        if keep, !context.fence.isBroken { job.writeOwedRecords() }
         if !keep {
             for (index, download) in job.downloads.enumerated() {
                 // A reservation on its way deals with the part set aside (`PartReservation.release`).

@@ -161,8 +161,9 @@ final class JobRunner: AgentPart {
         case .reserved(let part):
             noteDescriptor(of: part)
             job.take(part, for: index)
-            // Stopping: the part waits, with its record, for the next start.
-            if context.acceptsWork { begin(entry, job) }
+            // Stopping: the part waits, with its record (one restored from the part set aside is
+            // written now), for the next start.
+            if context.acceptsWork { begin(entry, job) } else if !part.recordIsWritten, !part.holdsNoData { try? part.saveRecord() }
         case .published(let file, let bytes, let sha256, let record):
             job.notePublished(record, for: index)
             logger.info("found the finished file of an earlier run", metadata: ["job": "\(job.record.job)", "file": "\(file)"])
@@ -460,8 +461,8 @@ final class JobRunner: AgentPart {
     /// data itself is what was wrong, or there is none.
     func endDownload(_ job: Job, _ index: Int, failure: Failure) {
         var dataRemoved = false
+        let dataIsWrong = [.checksumMismatch, .tooLarge, .invalidJob, .exists, .internal].contains(failure.kind)
         if let part = job.part(of: index) {
-            let dataIsWrong = [.checksumMismatch, .tooLarge, .invalidJob, .exists, .internal].contains(failure.kind)
             if failure.kind == .checksumMismatch, part.size > 0, keepBadCopy(of: part) {
                 dataRemoved = true
             } else if dataIsWrong || part.size == 0 {
@@ -471,9 +472,12 @@ final class JobRunner: AgentPart {
                 try? part.saveRecord()
             }
             job.releasePart(of: index)
-        } else if case .setAside? = job.earlierName(of: index) {
-            job.dropEarlierName(of: index, removing: true)
-            dataRemoved = true
+        } else if case .setAside(let aside)? = job.earlierName(of: index) {
+            // Set aside while it waited: its data stays for a `retry` as an open part's does.
+            let keeps = aside.holdsData && !dataIsWrong
+            if keeps { aside.writeOwedRecord() }
+            job.dropEarlierName(of: index, removing: !keeps)
+            dataRemoved = !keeps
         }
         carryOut(job.apply(.failed(failure, dataRemoved: dataRemoved), to: index), job, index)
     }

@@ -192,7 +192,7 @@ final class PartReservation: WorkerTask {
                 case .overwrite: break
                 }
             }
-            var reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+            var reservation = try reserve(candidate, in: folder, own: own)
             if distrustsData, case .ours(let found) = reservation, !found.isUntouched, found.record.part != own?.inode {
                 // A write of the fenced owner may still land in that file: a new one starts from 0.
                 found.discard()
@@ -210,11 +210,30 @@ final class PartReservation: WorkerTask {
             case .taken(let other):
                 // Its own part, still locked through a descriptor a step holds (a sync of its data):
                 // waited for while that descriptor is open, never left behind for another name.
-                if let own, own.mayStillBeLocked, try folder.status(own.name).map({ UInt64($0.st_ino) }) == own.inode {
+                if let own, own.mayStillBeLocked, try holds(own, in: folder) {
                     return .ownerBusy("this job (its part is still in use)")
                 }
                 return taken(candidate, in: folder, by: other)
             }
+        }
+
+        /// `PartFile.reserve`, with the download's own part found locked just as its old
+        /// descriptor goes (its last reference dropped, close(2) not made yet) looked at again, at
+        /// most three times 0.1 ms apart.
+        private func reserve(_ candidate: String, in folder: DirectoryHandle, own: SetAsidePart?) throws(SystemError) -> PartFile.Reservation {
+            var reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+            guard let own else { return reservation }
+            for _ in 0..<3 {
+                guard case .taken = reservation, !own.mayStillBeLocked, try holds(own, in: folder) else { break }
+                usleep(100)
+                reservation = try PartFile.reserve(candidate, in: folder, for: owner, mode: mode, durable: durable, key: key)
+            }
+            return reservation
+        }
+
+        /// Whether the name still holds the part set aside (its inode).
+        private func holds(_ own: SetAsidePart, in folder: DirectoryHandle) throws(SystemError) -> Bool {
+            try folder.status(own.name).map { UInt64($0.st_ino) } == own.inode
         }
 
         /// `candidate` while another owns its part: the next name, a failure or a wait, as `on_conflict` says.

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A `.part` closed while its download waits, for a descriptor (an empty one) or for its retry
 /// (with its data): the file stays on disk with its owner sealed on it (OwnerMark) or in its
 /// record, so the name and the data stay the job's (docs/spool.md, invariant 6) without holding a
@@ -49,12 +51,23 @@ struct SetAsidePart: Sendable {
         location.name == name && location.folder.path == folderPath
     }
 
-    /// Writes `record` into the part's record file if a write of it failed, while the name still
-    /// holds this part: without it the next run could not resume the data it holds.
+    /// Writes `record` into the part's record file if a write of it failed: without it the next
+    /// run could not resume the data the part holds. Only while the name holds this part, marked
+    /// as this owner's, and under its lock (flock(2)): a part another job created under the name
+    /// since, or that another agent reopened, is not written over.
     func writeOwedRecord() {
         guard owesRecord, let folder = try? DirectoryHandle.openRoot(folderPath, create: false),
-              let found = try? folder.status(name), UInt64(found.st_ino) == inode else { return }
+              let file = try? folder.open(name, flags: O_RDWR | O_NONBLOCK), let info = try? file.status(),
+              UInt64(info.st_ino) == inode, (try? file.tryLockExclusive()) == true, isOwn(file, in: folder) else { return }
         PartFile.restoreRecord(record, named: ResumeRecord.name(forPart: name), in: folder, key: key)
+    }
+
+    /// Whether `file` (this part's inode) is this owner's: by the mark sealed on it, else by a
+    /// record that describes this inode.
+    private func isOwn(_ file: FileDescriptor, in folder: DirectoryHandle) -> Bool {
+        if let marked = OwnerMark.read(from: file, part: inode, key: key) { return marked == owner }
+        guard let found = PartFile.readRecord(ResumeRecord.name(forPart: name), in: folder, key: key) else { return false }
+        return found.part == inode && found.isOwned(by: owner)
     }
 
     /// Gives the name up: the part and its record are removed if the name still holds this file

@@ -279,10 +279,41 @@ struct PartReservationTests {
         // Another process locks the set-aside part: no descriptor of this agent is waited for.
         let holder = open(path + "/.a.bin.part", O_RDONLY)
         defer { close(holder) }
-        #expect(flock(holder, LOCK_EX) == 0)
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
         let moved = reservation(root, job: "x.url", claim: 1, setAside: sibling)
         _ = moved.perform()
         if case .ownerBusy = moved.choice { Issue.record("waited for a lock no descriptor of the agent holds") }
+    }
+
+    @Test("a record a part set aside with data owes (its write found no descriptor) is written for the next run, but not while another process holds the part's lock, nor over a file put under the name since")
+    func owedRecordOfASetAsidePart() throws {
+        let (root, path) = try makeRoot()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let key = RecordKey(bytes: Array(repeating: 9, count: 32))
+        let recordPath = path + "/.a.bin.part.json"
+        func writtenValidator() -> String? { PartFile.readRecord(".a.bin.part.json", in: root, key: key)?.validator }
+        // The server's file changed (v2) and the record saying so was never written.
+        let setAside = try {
+            let part = try partWithData(root, job: "x.url", claim: 1)
+            part.describe(url: "http://h/a.bin", mirror: 0, etag: "\"v2\"", lastModified: nil, total: 4000)
+            return SetAsidePart(part)
+        }()
+        #expect(setAside.owesRecord)
+        #expect(writtenValidator() == "\"v1\"")
+
+        let holder = open(path + "/.a.bin.part", O_RDONLY)
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+        setAside.writeOwedRecord()
+        #expect(writtenValidator() == "\"v1\"", "written while another process held the part")
+        close(holder)
+        setAside.writeOwedRecord()
+        #expect(writtenValidator() == "\"v2\"")
+
+        try FileManager.default.removeItem(atPath: path + "/.a.bin.part")
+        try FileManager.default.removeItem(atPath: recordPath)
+        try Data("someone else's".utf8).write(to: URL(fileURLWithPath: path + "/.a.bin.part"))
+        setAside.writeOwedRecord()
+        #expect(!FileManager.default.fileExists(atPath: recordPath), "a record written beside a file that is not the part")
     }
 
     @Test("a reservation that answers with a wait (another owner of the name) leaves the part set aside on disk; if the job left meanwhile, its release removes it")
