@@ -126,28 +126,9 @@ struct DescriptorLimitTests {
             $0 % 3 == 0 ? [.status(code: 503)] : []
         }
         let fixture = try SpoolFixture()
-        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }",
-                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\nonce_wait: 1s\n")
-        try FileManager.default.removeItem(atPath: fixture.configPath)
-        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
-        for index in 0..<jobs { try fixture.drop("w\(index).url", server.url("/w\(index).bin") + "\n") }
-        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
-        guard try Self.ends(agent, within: .seconds(120), fixture) else { return }
-        // 75: jobs are left waiting for their retry (docs/cli.md).
-        #expect(agent.terminationStatus == 75, "\(fixture.logTail())")
-        let waiting = (0..<jobs).filter { $0 % 3 == 0 }
-        #expect(fixture.jobs(in: "failed").isEmpty)
-        #expect(fixture.jobs(in: "done").count == jobs - waiting.count)
-        // What the next run needs of each waiting job: its attempt counted and when it is due.
-        let lost = waiting.filter { index in
-            guard let state = fixture.stateJSON("w\(index).url") else { return true }
-            return state["retry_at"] == nil || state["attempts"] as? Int != 1
-        }
-        #expect(lost.isEmpty, "\(lost.count) waiting jobs without their retry in a state file, first w\(lost.first ?? -1).url")
-        let wrong = (0..<jobs).filter { $0 % 3 != 0 }
-            .filter { fixture.downloaded("w\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex) }
-        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first w\(wrong.first ?? -1).bin")
-        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
+        try Self.useRetryConfig(fixture, retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }", "once_wait: 1s\n")
+        try Self.drop(jobs, prefix: "w", from: server, into: fixture)
+        _ = try expectEveryThirdLeftWaiting(prefix: "w", bodies: bodies, jobs: jobs, fixture)
     }
 
     @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time where every third loses its connection after 1,000 bytes and is retried only an hour later: run --once exits 75, each of those jobs waits with a state file and its .part holding the 1,000 bytes it got, and every other job is in done/ with its bytes")
@@ -158,22 +139,9 @@ struct DescriptorLimitTests {
             $0 % 3 == 0 ? [.dropAfter(bytes: 1_000)] : []
         }
         let fixture = try SpoolFixture()
-        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }",
-                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\nonce_wait: 1s\n")
-        try FileManager.default.removeItem(atPath: fixture.configPath)
-        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
-        for index in 0..<jobs { try fixture.drop("p\(index).url", server.url("/p\(index).bin") + "\n") }
-        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
-        guard try Self.ends(agent, within: .seconds(120), fixture) else { return }
-        #expect(agent.terminationStatus == 75, "\(fixture.logTail())")
-        let waiting = (0..<jobs).filter { $0 % 3 == 0 }
-        #expect(fixture.jobs(in: "failed").isEmpty)
-        #expect(fixture.jobs(in: "done").count == jobs - waiting.count)
-        let lost = waiting.filter { index in
-            guard let state = fixture.stateJSON("p\(index).url") else { return true }
-            return state["retry_at"] == nil || state["attempts"] as? Int != 1
-        }
-        #expect(lost.isEmpty, "\(lost.count) waiting jobs without their retry in a state file, first p\(lost.first ?? -1).url")
+        try Self.useRetryConfig(fixture, retry: "{ attempts: 5, initial_delay: 1h, max_delay: 2h }", "once_wait: 1s\n")
+        try Self.drop(jobs, prefix: "p", from: server, into: fixture)
+        guard let waiting = try expectEveryThirdLeftWaiting(prefix: "p", bodies: bodies, jobs: jobs, fixture) else { return }
         // The bytes each got are kept for the retry to resume, not thrown away with a closed part.
         let discarded = waiting.filter { index in
             let part = FileManager.default.contents(atPath: fixture.destination + "/.p\(index).bin.part").map { [UInt8]($0) }
@@ -186,10 +154,6 @@ struct DescriptorLimitTests {
             return record.map { String(decoding: $0, as: UTF8.self).contains("v1") } != true
         }
         #expect(unrecorded.isEmpty, "\(unrecorded.count) waiting parts without a record of their validator, first .p\(unrecorded.first ?? -1).bin.part")
-        let wrong = (0..<jobs).filter { $0 % 3 != 0 }
-            .filter { fixture.downloaded("p\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex) }
-        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first p\(wrong.first ?? -1).bin")
-        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
     }
 
     @Test("with fsync on and only 48 descriptors, 300 small jobs 16 at a time where every third loses its first connection after 1,000 bytes and is retried a second later: all end in done/ with their bytes, and each retry asks only for what its part lacks (Range: bytes=1000-)")
@@ -200,11 +164,8 @@ struct DescriptorLimitTests {
             $0 % 3 == 0 ? [.times(1, .dropAfter(bytes: 1_000))] : []
         }
         let fixture = try SpoolFixture()
-        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 5, initial_delay: 1s, max_delay: 2s }",
-                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n")
-        try FileManager.default.removeItem(atPath: fixture.configPath)
-        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
-        for index in 0..<jobs { try fixture.drop("r\(index).url", server.url("/r\(index).bin") + "\n") }
+        try Self.useRetryConfig(fixture, retry: "{ attempts: 5, initial_delay: 1s, max_delay: 2s }")
+        try Self.drop(jobs, prefix: "r", from: server, into: fixture)
         try runOnceExpectingNoFailure(limit: "-n 48", fixture, files: (0..<jobs).map { ("r\($0).bin", bodies[$0].map(TestHTTPServer.sha256Hex)) })
         // A retry that found no descriptor (for its digest's reader, its connection) is started
         // again, from the same byte.
@@ -254,6 +215,46 @@ struct DescriptorLimitTests {
         #expect(fixture.log.contains("too few file descriptors") && fixture.log.contains("limit=24"), "\(fixture.logTail())")
         #expect(fixture.jobs(in: "inbox") == ["j0.url", "j1.url", "j2.url"])
         #expect(fixture.jobs(in: "done").isEmpty && fixture.jobs(in: "failed").isEmpty)
+    }
+
+    /// The fixture's config with `retry`, fsync on and 16 transfers at a time, then `extra`.
+    static func useRetryConfig(_ fixture: SpoolFixture, retry: String, _ extra: String = "") throws {
+        let config = try fixture.writeAgentConfig(agentID: "test-agent", retry: retry,
+                                                  "fsync: true\nconcurrency: { total: 16, per_host: 16 }\n" + extra)
+        try FileManager.default.removeItem(atPath: fixture.configPath)
+        try FileManager.default.moveItem(atPath: config, toPath: fixture.configPath)
+    }
+
+    /// Drops `PREFIXi.url` for `/PREFIXi.bin` of `server`, for each `i` below `count`.
+    static func drop(_ count: Int, prefix: String, from server: TestHTTPServer, into fixture: SpoolFixture) throws {
+        for index in 0..<count { _ = try fixture.drop("\(prefix)\(index).url", server.url("/\(prefix)\(index).bin") + "\n") }
+    }
+
+    /// `run --once` at 48 descriptors over `jobs` jobs `PREFIXi.url` of which every third waits an
+    /// hour for its retry: it exits 75, none failed, every other one is done with its bytes, each
+    /// waiting one has a state file with its retry, and no error is logged. The waiting indices;
+    /// nil when the agent did not end.
+    private func expectEveryThirdLeftWaiting(prefix: String, bodies: [Int: [UInt8]], jobs: Int,
+                                             _ fixture: SpoolFixture) throws -> [Int]? {
+        let agent = try Self.start(["run", "--once"], limit: "-n 48", fixture)
+        guard try Self.ends(agent, within: .seconds(120), fixture) else { return nil }
+        // 75: jobs are left waiting for their retry (docs/cli.md).
+        #expect(agent.terminationStatus == 75, "\(fixture.logTail())")
+        let waiting = (0..<jobs).filter { $0 % 3 == 0 }
+        #expect(fixture.jobs(in: "failed").isEmpty)
+        #expect(fixture.jobs(in: "done").count == jobs - waiting.count)
+        // What the next run needs of each waiting job: its attempt counted and when it is due.
+        let lost = waiting.filter { index in
+            guard let state = fixture.stateJSON("\(prefix)\(index).url") else { return true }
+            return state["retry_at"] == nil || state["attempts"] as? Int != 1
+        }
+        #expect(lost.isEmpty, "\(lost.count) waiting jobs without their retry in a state file, first \(prefix)\(lost.first ?? -1).url")
+        let wrong = (0..<jobs).filter { $0 % 3 != 0 }.filter {
+            fixture.downloaded("\(prefix)\($0).bin").map(TestHTTPServer.sha256Hex) != bodies[$0].map(TestHTTPServer.sha256Hex)
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) files missing or wrong, first \(prefix)\(wrong.first ?? -1).bin")
+        #expect(!fixture.log.contains("level=error"), "\(fixture.logTail())")
+        return waiting
     }
 
     /// `run --once` under `ulimit LIMIT`: it exits 0, no job is in failed/, and each of `files`
