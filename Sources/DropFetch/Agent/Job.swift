@@ -127,7 +127,7 @@ final class Job {
     /// but none of a download whose reservation is on a worker (it has reopened its part).
     func writeOwedRecords() {
         for (index, part) in parts.enumerated() {
-            if let part, !part.recordIsWritten, !part.holdsNoData { try? part.saveRecord() }
+            part?.saveOwedRecord()
             guard !earlierNames.isEmpty, machine.downloads[index].phase != .reserving,
                   case .setAside(let aside)? = earlierNames[index] else { continue }
             aside.writeOwedRecord()

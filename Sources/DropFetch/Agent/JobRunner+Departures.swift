@@ -28,8 +28,9 @@ extension JobRunner {
         bandwidth.applyRateLimits()
     }
 
-    /// Before the agent ends (a stop, the end of `run --once`): the records of parts set aside
-    /// with data that found no descriptor when they were closed, so the next run resumes them.
+    /// Before the agent ends (a stop, the end of `run --once`): the records of parts with data,
+    /// open or set aside, whose write found no descriptor (`Job.writeOwedRecords`), so that the
+    /// next run resumes them.
     func writeOwedRecords() {
         // Another agent may own these jobs once the lease is broken (DESIGN.md §10 Fencing).
         guard !context.fence.isBroken else { return }

@@ -163,7 +163,7 @@ final class JobRunner: AgentPart {
             job.take(part, for: index)
             // Stopping: the part waits, with its record (one restored from the part set aside is
             // written now), for the next start.
-            if context.acceptsWork { begin(entry, job) } else if !part.recordIsWritten, !part.holdsNoData { try? part.saveRecord() }
+            if context.acceptsWork { begin(entry, job) } else { part.saveOwedRecord() }
         case .published(let file, let bytes, let sha256, let record):
             job.notePublished(record, for: index)
             logger.info("found the finished file of an earlier run", metadata: ["job": "\(job.record.job)", "file": "\(file)"])

@@ -458,6 +458,12 @@ final class PartFile {
     /// Whether its record file holds the record as it is now (no write of it failed since).
     var recordIsWritten: Bool { recordFile?.saved == record }
 
+    /// Writes the record again if a write of it failed (no descriptor, no space) and the part
+    /// holds data: the next run resumes only what a record vouches for.
+    func saveOwedRecord() {
+        if !recordIsWritten, !holdsNoData { try? saveRecord() }
+    }
+
     /// Whether this part has a record file (written or read by it): until its first checkpoint,
     /// hold or failure a new part has none, and nothing is removed for it when it is filed.
     var hasRecordFile: Bool { recordFile != nil }
