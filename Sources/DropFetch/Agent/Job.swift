@@ -57,6 +57,10 @@ final class Job {
     /// storage until there is one.
     private var earlierNames: [Int: PartReservation.EarlierName] = [:]
     private var publishedRecords: [PublishedRecord?]
+    /// The destination root (absolute path) its first output name was taken under: a config reload
+    /// that moves its class's destination leaves it there (docs/config.md, Reloading), so its
+    /// parts are resumed and published in the folder they lie in. Nil until then.
+    private(set) var destination: String?
 
     init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
          stateFileMayExist: Bool = true, distrustsData: Bool = false, clock: AgentClock) {
@@ -158,6 +162,16 @@ final class Job {
     /// The token an answer for download `index`, asked for now, must carry to be taken.
     func token(_ index: Int) -> Token {
         Token(job: id, download: index, step: machine.step(of: index))
+    }
+
+    /// Keeps `path` as its destination root unless it has one (`destination`).
+    func keepDestination(_ path: String) {
+        if destination == nil { destination = path }
+    }
+
+    /// A job that has taken no name follows its class's destination again (a reload reclassified it).
+    func forgetDestination() {
+        destination = nil
     }
 
     /// Download `index` owns `part` from now until it is published or given up.

@@ -101,11 +101,12 @@ extension JobRunner {
     /// After a config reload: jobs that have not started take the new classes and priorities,
     /// and the queue is re-sorted (running and started jobs keep theirs).
     func requeueUnstarted() {
-        // A job whose output name is taken (or being taken) keeps its class: its `.part` lies in
-        // that class's destination, and its admission place was counted under it.
+        // A job whose output name is taken (or being taken) keeps its class and the destination
+        // its `.part` lies in (`Job.destination`), and its admission place was counted under it.
         for job in table.allJobs where job.record.started == nil
             && !job.downloads.contains(where: { $0.part != nil || $0.earlier != nil || $0.phase == .reserving }) {
             guard case .success(let found) = config.resolveClass(spec: job.spec, folder: job.record.folder ?? "") else { continue }
+            job.forgetDestination()
             job.handle(.reclassified(className: found?.name ?? "default", priority: job.spec.priority ?? found?.priority ?? 0))
         }
         // Unclaimed inbox jobs are read again under the new classes.

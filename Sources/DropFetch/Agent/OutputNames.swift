@@ -63,6 +63,8 @@ final class OutputNames: AgentPart {
     func reservation(for download: Job.Download, of job: Job, siblings: [SetAsidePart] = []) -> Result<PartReservation, Refusal> {
         let subfolder: String
         let root: DirectoryHandle
+        // From its first reservation on, the job keeps this destination through config reloads.
+        job.keepDestination(destinationPath(of: job))
         do {
             subfolder = try download.spec.subfolder(in: destinationPath(of: job)) ?? ""
         } catch {
@@ -138,8 +140,9 @@ final class OutputNames: AgentPart {
         return root
     }
 
+    /// The job's destination root: the one it took its first name under, else its class's.
     func destinationPath(of job: Job) -> String {
-        config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
+        job.destination ?? config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
     }
 
     /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within

@@ -1,0 +1,88 @@
+import DropFetch
+import Foundation
+import Testing
+
+/// A config reload that moves a class's destination applies to jobs that have not started
+/// (docs/config.md, Reloading): a started job finishes in the folder it began in.
+@Suite("Reload of a class's destination, end to end")
+struct ReloadDestinationTests {
+    /// The config with class `media` (jobs of inbox/media/) writing into `destination`, retried
+    /// `retryDelay` after a failure.
+    private static func mediaClass(_ destination: String, retryDelay: String = "100ms") -> String {
+        """
+        classes:
+          - name: media
+            match: { folder: media }
+            destination: \(destination)
+            retry: { attempts: 3, initial_delay: \(retryDelay), max_delay: \(retryDelay) }
+
+        """
+    }
+
+    @Test("a download running when a reload moves its class's destination is published where it began; a job dropped after the reload goes to the new folder")
+    func runningDownloadKeepsItsFolder() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(300_000, seed: 341)
+        // About 3 s: 20,000 bytes every 200 ms.
+        server.serve("/slow.bin", body: body, faults: [.drip(bytesPerChunk: 20_000, interval: .milliseconds(200))])
+        let later = TestHTTPServer.randomBytes(5_000, seed: 342)
+        server.serve("/later.bin", body: later)
+        let fixture = try SpoolFixture()
+        let first = fixture.root.path + "/first", second = fixture.root.path + "/second"
+        try fixture.writeConfig(Self.mediaClass(first))
+        try fixture.startDaemon()
+        try fixture.drop("slow.url", server.url("/slow.bin") + "\n", folder: "media")
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            (fixture.fileSize(first + "/.slow.bin.part") ?? 0) > 0
+        }, "\(fixture.log)")
+
+        try fixture.writeConfig(Self.mediaClass(second))
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
+        #expect(fixture.fileSize(first + "/slow.bin") == nil, "the download ended before the reload: the test proves nothing")
+        #expect(try waitUntil(timeout: .seconds(20)) { fixture.jobs(in: "done").contains("slow.url") },
+                "\(fixture.jobs(in: "failed")) \(fixture.log)")
+        try fixture.drop("later.url", server.url("/later.bin") + "\n", folder: "media")
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.jobs(in: "done").contains("later.url") }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+
+        #expect(FileManager.default.contents(atPath: first + "/slow.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+                == TestHTTPServer.sha256Hex(body))
+        #expect(!FileManager.default.fileExists(atPath: second + "/slow.bin"))
+        #expect(try fixture.status("done", "slow.url").downloads.first?.file == first + "/slow.bin")
+        #expect(FileManager.default.contents(atPath: second + "/later.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+                == TestHTTPServer.sha256Hex(later))
+        #expect(try fixture.status("done", "later.url").downloads.first?.file == second + "/later.bin")
+        #expect(fixture.jobs(in: "failed").isEmpty)
+    }
+
+    @Test("a download waiting for its retry with data when a reload moves its class's destination resumes its part where it began (Range: bytes=20000-)")
+    func waitingDownloadResumesInItsFolder() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(60_000, seed: 343)
+        server.serve("/cut.bin", body: body, faults: [.times(1, .dropAfter(bytes: 20_000))])
+        let fixture = try SpoolFixture()
+        let first = fixture.root.path + "/first", second = fixture.root.path + "/second"
+        try fixture.writeConfig(Self.mediaClass(first, retryDelay: "6s"))
+        try fixture.startDaemon()
+        try fixture.drop("cut.url", server.url("/cut.bin") + "\n", folder: "media")
+        // The first connection is cut after 20,000 bytes; the part keeps them while the retry waits.
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(first + "/.cut.bin.part") == 20_000
+                && fixture.log.contains("retry_in")
+        }, "\(fixture.log)")
+
+        try fixture.writeConfig(Self.mediaClass(second, retryDelay: "6s"))
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
+        #expect(server.requests(to: "/cut.bin").count == 1, "the retry came before the reload: the test proves nothing")
+        #expect(try waitUntil(timeout: .seconds(20)) { fixture.jobs(in: "done").contains("cut.url") },
+                "\(fixture.jobs(in: "failed")) \(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+
+        #expect(FileManager.default.contents(atPath: first + "/cut.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+                == TestHTTPServer.sha256Hex(body))
+        #expect(!FileManager.default.fileExists(atPath: second + "/cut.bin"))
+        #expect(!FileManager.default.fileExists(atPath: first + "/.cut.bin.part"))
+        #expect(server.requests(to: "/cut.bin").map { $0.header("Range") } == [nil, "bytes=20000-"])
+        #expect(try fixture.status("done", "cut.url").downloads.first?.file == first + "/cut.bin")
+    }
+}
