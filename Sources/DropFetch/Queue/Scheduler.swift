@@ -23,6 +23,7 @@ struct Scheduler {
         }
 
         var slotBits: UInt64 { UInt64(truncatingIfNeeded: job &<< 16 ^ download) }
+        static let vacant = Unit(job: .min, download: .min)
     }
 
     struct Entry: Sendable, Equatable {

@@ -3,21 +3,27 @@
 protocol SlotKey: Equatable {
     /// Equal keys give equal bits; unequal keys may too (they are then told apart by `==`).
     var slotBits: UInt64 { get }
+    /// A value no key ever has: it marks an empty bucket, where an Optional key took a byte more
+    /// and, with alignment, a word (a queue of 100,000 jobs held two tables of 262,144 buckets).
+    static var vacant: Self { get }
 }
 
 extension Int: SlotKey {
     var slotBits: UInt64 { UInt64(truncatingIfNeeded: self) }
+    static var vacant: Int { .min }
 }
 
 extension Int32: SlotKey {
     var slotBits: UInt64 { UInt64(truncatingIfNeeded: self) }
+    static var vacant: Int32 { .min }
 }
 
 /// Key → Int with open addressing: linear probing from a Fibonacci hash, deletion by backward
 /// shift (no tombstones). The heaps record an element's slot at every level of a sift, and a
 /// `Dictionary`'s SipHash cost more than the sift itself (issue 34: ~30 lookups a small job).
 struct SlotTable<Key: SlotKey> {
-    private var keys: [Key?] = []
+    /// `Key.vacant` in the empty buckets.
+    private var keys: [Key] = []
     private var values: [Int] = []
     private(set) var count = 0
     /// 64 minus log2 of the capacity: the top bits of the product pick the bucket.
@@ -56,7 +62,8 @@ struct SlotTable<Key: SlotKey> {
         // hole (cyclically, up to where it sits): every key stays reachable from its bucket.
         var hole = found.index
         var next = (hole + 1) & mask
-        while let moving = keys[next] {
+        while keys[next] != Key.vacant {
+            let moving = keys[next]
             let home = bucket(moving)
             let staysPut = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
             if !staysPut {
@@ -66,12 +73,13 @@ struct SlotTable<Key: SlotKey> {
             }
             next = (next + 1) & mask
         }
-        keys[hole] = nil
+        keys[hole] = Key.vacant
         count -= 1
         return value
     }
 
     private mutating func set(_ key: Key, _ value: Int) {
+        precondition(key != Key.vacant, "SlotTable: the vacant key is not a key")
         if (count + 1) * 4 > keys.count * 3 { rehash(max(16, keys.count * 2)) }
         let found = find(key)
         if !found.present {
@@ -86,8 +94,8 @@ struct SlotTable<Key: SlotKey> {
         guard !keys.isEmpty else { return (0, false) }
         let mask = keys.count - 1
         var index = bucket(key)
-        while let held = keys[index] {
-            if held == key { return (index, true) }
+        while keys[index] != Key.vacant {
+            if keys[index] == key { return (index, true) }
             index = (index + 1) & mask
         }
         return (index, false)
@@ -99,12 +107,12 @@ struct SlotTable<Key: SlotKey> {
 
     private mutating func rehash(_ buckets: Int) {
         let (oldKeys, oldValues) = (keys, values)
-        keys = Array(repeating: nil, count: buckets)
+        keys = Array(repeating: Key.vacant, count: buckets)
         values = Array(repeating: 0, count: buckets)
         shift = UInt64(64 - buckets.trailingZeroBitCount)
         count = 0
-        for (index, key) in oldKeys.enumerated() {
-            if let key { set(key, oldValues[index]) }
+        for (index, key) in oldKeys.enumerated() where key != Key.vacant {
+            set(key, oldValues[index])
         }
     }
 }

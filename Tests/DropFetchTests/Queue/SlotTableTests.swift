@@ -8,6 +8,7 @@ import Testing
     struct Crowded: SlotKey {
         var id: Int
         var slotBits: UInt64 { UInt64(id & 0xFF) }
+        static let vacant = Crowded(id: .min)
     }
 
     @Test(arguments: [7, 300, 5000])
