@@ -197,7 +197,7 @@ public final class Agent {
             for worker in context.workers { worker.fence = lease.fence }
             spool.recordKey = loadRecordKey()
             context.metrics?.loadCounters()
-            try FileSystem.makeDirectories(context.destinationRoot)
+            try FileSystem.makeDirectories(context.destinationRoot, trusting: context.destinationRoot)
             try checkDestinationsWritable()
             if !options.once { watcher = try InboxWatcher(inbox: spool.inbox) }
             workWatcher = try WorkFolderWatcher(folder: spool.work)

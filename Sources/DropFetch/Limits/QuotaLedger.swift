@@ -143,7 +143,7 @@ final class QuotaLedger {
 
     /// `write` of `text` to the ledger file of `agent` in `folder`, on any thread.
     static func write(_ text: String, folder: String, agent: String) throws(SystemError) {
-        try FileSystem.makeDirectories(folder)
+        try FileSystem.makeDirectories(folder, trusting: FileSystem.directoryName(of: folder))
         try AtomicFile.write(Array(text.utf8), to: FileSystem.join(folder, agent), durable: false)
     }
 

@@ -95,7 +95,7 @@ public struct JobSubmission: Sendable {
         try SpoolInspection.prepareSpool(config: config)
         let root = Agent.absolute(config.spool)
         let inbox = root + "/inbox"
-        try FileSystem.makeDirectories(inbox)
+        try FileSystem.makeDirectories(inbox, trusting: root)
         let text = lines.map(\.text).joined(separator: "\n") + "\n"
         let temp = inbox + "/." + baseName + ".\(getpid()).add.tmp"
         let file = try FileDescriptor.open(temp, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o664)

@@ -69,7 +69,7 @@ final class Spool {
     /// `patience` tries of 10 ms (an adopter holds it for the time of its moves).
     func open(patience: Int = 50) throws(SpoolError) {
         do {
-            for folder in Spool.folderNames.map({ root + "/" + $0 }) + [work] { try FileSystem.makeDirectories(folder) }
+            for folder in Spool.folderNames.map({ root + "/" + $0 }) + [work] { try FileSystem.makeDirectories(folder, trusting: root) }
             let file = try FileDescriptor.open(work + "/.lock", flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
             guard try Spool.lockAllowingProbes(file, tries: patience) else {
                 throw SpoolError.agentRunning(agentID, work)

@@ -18,14 +18,14 @@ public enum SpoolControl {
         // A spool that is not there is not created here (`SpoolInspection.MissingSpool`).
         try SpoolInspection.requireSpool(config: config)
         let spool = spool(config)
-        for folder in [spool.hold, spool.failed, spool.inbox] { try FileSystem.makeDirectories(folder) }
+        for folder in [spool.hold, spool.failed, spool.inbox] { try FileSystem.makeDirectories(folder, trusting: spool.root) }
         switch action {
         case .hold:
             let source = try find(job, in: inboxAndWork(spool), action: action, root: spool.root)
             let state = readState(besideJob: source, agent: spool.agentID)
             let folder = routingFolder(of: source, spool: spool) ?? state?.record.folder ?? ""
             let holdFolder = folder.isEmpty ? spool.hold : FileSystem.join(spool.hold, folder)
-            try FileSystem.makeDirectories(holdFolder)
+            try FileSystem.makeDirectories(holdFolder, trusting: spool.root)
             // The state goes first: an agent that sees the job leave removes what is left behind.
             var parked: String?
             if let state {
@@ -49,7 +49,7 @@ public enum SpoolControl {
             let source = try find(job, in: holdFolders(spool), action: action, root: spool.root)
             let relative = String(FileSystem.directoryName(of: source).dropFirst(spool.hold.count))
             let folder = spool.inbox + relative
-            try FileSystem.makeDirectories(folder)
+            try FileSystem.makeDirectories(folder, trusting: spool.root)
             return try release(source, into: folder, agent: spool.agentID)
         case .retry:
             let source = try find(job, in: [spool.failed] + workFolders(spool), action: action, root: spool.root)
@@ -103,7 +103,7 @@ public enum SpoolControl {
                 + "(retry takes a failed job or one that waits)")
         }
         let folder = state.record.folder.map { $0.isEmpty ? spool.inbox : spool.inbox + "/" + $0 } ?? spool.inbox
-        try FileSystem.makeDirectories(folder)
+        try FileSystem.makeDirectories(folder, trusting: spool.root)
         return try release(source, into: folder, agent: spool.agentID)
     }
 

@@ -28,7 +28,7 @@ public enum SpoolInspection {
             }
         }
         do {
-            for folder in Spool.folderNames { try FileSystem.makeDirectories(FileSystem.join(root, folder)) }
+            for folder in Spool.folderNames { try FileSystem.makeDirectories(FileSystem.join(root, folder), trusting: root) }
         } catch {
             throw UncreatableSpool(root: root, reason: "\(error)")
         }

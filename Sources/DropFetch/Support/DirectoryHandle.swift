@@ -40,7 +40,7 @@ final class DirectoryHandle: Sendable {
     /// Opens a root folder (the destination or the spool) by its absolute path, creating it
     /// (mkdir -p) when asked; a root named in the config may itself be reached through symlinks.
     static func openRoot(_ path: String, create: Bool) throws(SystemError) -> DirectoryHandle {
-        if create { try FileSystem.makeDirectories(path) }
+        if create { try FileSystem.makeDirectories(path, trusting: path) }
         let fd = try retryingEINTR("open", path) { dfl_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) }
         return try DirectoryHandle(descriptor: fd, path: path, components: [])
     }

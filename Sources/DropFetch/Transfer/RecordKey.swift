@@ -103,7 +103,7 @@ final class RecordKey: Sendable, Equatable {
 
     /// The key in `folder` (created, mode 0700, when missing) as `loadOrCreate(in:)` makes it.
     static func loadOrCreate(inFolder folder: String) throws(SystemError) -> RecordKey {
-        try FileSystem.makeDirectories(folder, mode: 0o700)
+        try FileSystem.makeDirectories(folder, mode: 0o700, trusting: folder)
         return try loadOrCreate(in: DirectoryHandle.openRoot(folder, create: false))
     }
 
