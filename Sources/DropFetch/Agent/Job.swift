@@ -195,11 +195,9 @@ final class Job {
     }
 
     /// Download `index` of a job stopped, interrupted or held in an earlier run had taken the
-    /// file at `path` (absolute, or a bare name: its folder unknown): its next reservation tries
-    /// that name first if its `.part` is this job's.
-    func noteEarlierFile(_ path: String, for index: Int) {
-        let folder = path.hasPrefix("/") ? FileSystem.directoryName(of: path) : nil
-        earlierNames[index] = .recorded(name: FileSystem.baseName(of: path), folder: folder)
+    /// file name `name`: its next reservation tries that name first if its `.part` is this job's.
+    func noteEarlierName(_ name: String, for index: Int) {
+        earlierNames[index] = .recorded(name: name)
     }
 
     /// Download `index` gives up its earlier name, if any: it ended (a part set aside is then

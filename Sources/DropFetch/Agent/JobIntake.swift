@@ -349,7 +349,7 @@ final class JobIntake: AgentPart {
         for index in job.indices where index < previous.downloads.count {
             let saved = previous.downloads[index]
             job.apply(.restored(saved: saved, attempts: previous.attempts), to: index)
-            if saved.state != .done, let file = saved.file { job.noteEarlierFile(file, for: index) }
+            if saved.state != .done, let file = saved.file { job.noteEarlierName(FileSystem.baseName(of: file), for: index) }
         }
     }
 }

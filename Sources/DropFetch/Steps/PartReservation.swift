@@ -26,51 +26,37 @@ final class PartReservation: WorkerTask {
     enum EarlierName: Sendable {
         /// Closed while the download waited for a descriptor, in this run.
         case setAside(SetAsidePart)
-        /// The file an earlier run recorded in the job's state (a stop, a crash, a hold): its name,
-        /// used only when its `.part` proves, by its sealed record or mark, to be this job's, and
-        /// the folder it lay in (nil: this one). A restart that moved the destination leaves the
-        /// part there: it is removed once the download takes its name in the new folder.
-        case recorded(name: String, folder: String?)
+        /// The final file name an earlier run recorded in the job's state (a stop, a crash, a
+        /// hold): used only when its `.part` in the folder proves, by its sealed record or mark,
+        /// to be this job's.
+        case recorded(name: String)
 
         /// The final name to try first in `folder`.
         func name(in folder: DirectoryHandle, owner: PartOwner, key: RecordKey) -> String? {
             switch self {
             case .setAside(let part):
                 part.folderPath == folder.path ? part.finalName : nil
-            case .recorded(let name, let recorded):
-                (recorded == nil || recorded == folder.path) && EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key)
-                    ? name : nil
+            case .recorded(let name):
+                EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key) ? name : nil
             }
         }
 
         func isAt(_ location: PartFile.Location) -> Bool {
             switch self {
             case .setAside(let part): part.isAt(location)
-            case .recorded(let name, let recorded):
-                location.finalName == name && (recorded == nil || recorded == location.folder.path)
+            case .recorded(let name): location.finalName == name
             }
         }
 
-        /// A recorded folder that is `folder` under another path (the destination written
-        /// otherwise after a restart: a trailing `/`, a symlink) is taken as `folder`, so that its
-        /// part is resumed there rather than removed (same st_dev and st_ino).
-        func resolved(in folder: DirectoryHandle) -> EarlierName {
-            guard case .recorded(let name, let recorded?) = self, recorded != folder.path,
-                  let found = try? DirectoryHandle.openRoot(recorded, create: false),
-                  found.device == folder.device, found.inode == folder.inode else { return self }
-            return .recorded(name: name, folder: folder.path)
-        }
-
         /// Gives the earlier name up: its part is removed if it is still this owner's (a recorded
-        /// one in the folder it was recorded in, else in `folder`).
+        /// one only where it lies in `folder`).
         func remove(in folder: DirectoryHandle?, owner: PartOwner, key: RecordKey) {
             switch self {
             case .setAside(let part):
                 part.remove()
-            case .recorded(let name, let recorded):
-                let place = recorded.flatMap { $0 == folder?.path ? folder : try? DirectoryHandle.openRoot($0, create: false) } ?? folder
-                guard let place, EarlierName.ownsPart(of: name, in: place, owner: owner, key: key) else { return }
-                PartFile.Location(folder: place, name: PartFile.partName(for: name), finalName: name).remove()
+            case .recorded(let name):
+                guard let folder, EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key) else { return }
+                PartFile.Location(folder: folder, name: PartFile.partName(for: name), finalName: name).remove()
             }
         }
 
@@ -131,7 +117,7 @@ final class PartReservation: WorkerTask {
         /// The job was adopted from an agent that may still be running elsewhere (DESIGN.md §10
         /// Fencing): its `.part` is replaced by a new file, which that agent never opened.
         let distrustsData: Bool
-        var earlier: EarlierName?
+        let earlier: EarlierName?
         /// The parts the job's other downloads set aside: their owner is this job too, so
         /// `PartFile.reserve` would reopen them as this download's; they are taken instead.
         let siblings: [SetAsidePart]
@@ -144,13 +130,6 @@ final class PartReservation: WorkerTask {
                 if DescriptorLimit.isShortage(error) { return .noDescriptors(error) }
                 return settleEarlier(after: .failed(OutputNames.folderFailure(error, dir: dir)), in: nil)
             }
-            var resolved = self
-            resolved.earlier = earlier?.resolved(in: folder)
-            return resolved.answer(in: folder)
-        }
-
-        /// `perform` once the download's folder is open.
-        private func answer(in folder: DirectoryHandle) -> Answer {
             let preferred = earlier?.name(in: folder, owner: owner, key: key)
             let answer: Answer
             do {

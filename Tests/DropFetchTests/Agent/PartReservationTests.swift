@@ -19,7 +19,7 @@ struct PartReservationTests {
                         owner: PartOwner(job: job, claim: claim), onConflict: onConflict, digest: .sha256,
                         mode: 0o644, durable: false, key: RecordKey(bytes: Array(repeating: 9, count: 32)),
                         distrustsData: distrustsData,
-                        earlier: setAside.map(PartReservation.EarlierName.setAside) ?? recorded.map { PartReservation.EarlierName.recorded(name: FileSystem.baseName(of: $0), folder: nil) },
+                        earlier: setAside.map(PartReservation.EarlierName.setAside) ?? recorded.map { PartReservation.EarlierName.recorded(name: FileSystem.baseName(of: $0)) },
                         siblings: siblings)
     }
 
