@@ -57,10 +57,8 @@ final class Job {
     /// storage until there is one.
     private var earlierNames: [Int: PartReservation.EarlierName] = [:]
     private var publishedRecords: [PublishedRecord?]
-    /// The destination root (absolute path) its first output name was taken under: a config reload
-    /// that moves its class's destination leaves it there (docs/config.md, Reloading), so its
-    /// parts are resumed and published in the folder they lie in. Nil until then.
-    private(set) var destination: String?
+    /// The destination root of its first reservation, kept through config reloads (docs/config.md, Reloading).
+    private(set) var destination: DirectoryHandle?
 
     init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
          stateFileMayExist: Bool = true, distrustsData: Bool = false, clock: AgentClock) {
@@ -164,9 +162,9 @@ final class Job {
         Token(job: id, download: index, step: machine.step(of: index))
     }
 
-    /// Keeps `path` as its destination root unless it has one (`destination`).
-    func keepDestination(_ path: String) {
-        if destination == nil { destination = path }
+    /// Keeps `root` as its destination unless it has one (`destination`).
+    func keepDestination(_ root: DirectoryHandle) {
+        if destination == nil { destination = root }
     }
 
     /// A job that has taken no name follows its class's destination again (a reload reclassified it).

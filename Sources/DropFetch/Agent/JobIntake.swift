@@ -205,7 +205,7 @@ final class JobIntake: AgentPart {
               job.earlierName(of: 0)?.isAt(first.part.location) ?? true else {
             return first.part.discard()
         }
-        job.keepDestination(runner.names.destinationPath(of: job))
+        if let root = try? runner.names.destinationRoot(of: job) { job.keepDestination(root) }
         if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return job.setAside(first.part, for: 0) }
         job.take(first.part, for: 0)
     }

@@ -63,8 +63,6 @@ final class OutputNames: AgentPart {
     func reservation(for download: Job.Download, of job: Job, siblings: [SetAsidePart] = []) -> Result<PartReservation, Refusal> {
         let subfolder: String
         let root: DirectoryHandle
-        // From its first reservation on, the job keeps this destination through config reloads.
-        job.keepDestination(destinationPath(of: job))
         do {
             subfolder = try download.spec.subfolder(in: destinationPath(of: job)) ?? ""
         } catch {
@@ -77,6 +75,8 @@ final class OutputNames: AgentPart {
             if DescriptorLimit.isShortage(error) { return .failure(.noDescriptors(error)) }
             return .failure(.failed(OutputNames.folderFailure(error, dir: download.spec.dir)))
         }
+        // From its first reservation on, the job keeps this root through config reloads.
+        job.keepDestination(root)
         guard let key = spool.recordKey else { return .failure(.failed(Failure(.internal, "the spool is not open"))) }
         return .success(PartReservation(
             root: root, subfolder: subfolder, dir: download.spec.dir,
@@ -127,6 +127,7 @@ final class OutputNames: AgentPart {
 
     /// The open destination root of a job's class (or the global one), opened once and created if missing.
     func destinationRoot(of job: Job) throws(SystemError) -> DirectoryHandle {
+        if let kept = job.destination { return kept }
         let path = destinationPath(of: job)
         if let lastRoot, lastRoot.path == path { return lastRoot.root }
         let root: DirectoryHandle
@@ -140,9 +141,9 @@ final class OutputNames: AgentPart {
         return root
     }
 
-    /// The job's destination root: the one it took its first name under, else its class's.
+    /// The path of the job's destination root: the one it kept (`Job.destination`), else its class's.
     func destinationPath(of job: Job) -> String {
-        job.destination ?? config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
+        job.destination?.path ?? config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
     }
 
     /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within

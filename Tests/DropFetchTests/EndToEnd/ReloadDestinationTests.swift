@@ -85,4 +85,32 @@ struct ReloadDestinationTests {
         #expect(server.requests(to: "/cut.bin").map { $0.header("Range") } == [nil, "bytes=20000-"])
         #expect(try fixture.status("done", "cut.url").downloads.first?.file == first + "/cut.bin")
     }
+
+    @Test("a class's folder moved (mv, same file system) and named in its new place by a reload while a download runs: the download is published in the moved folder")
+    func folderMovedAndRenamedInTheConfig() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(300_000, seed: 346)
+        // About 3 s: 20,000 bytes every 200 ms.
+        server.serve("/slow.bin", body: body, faults: [.drip(bytesPerChunk: 20_000, interval: .milliseconds(200))])
+        let fixture = try SpoolFixture()
+        let first = fixture.root.path + "/first", moved = fixture.root.path + "/moved"
+        try fixture.writeConfig(Self.mediaClass(first))
+        try fixture.startDaemon()
+        try fixture.drop("slow.url", server.url("/slow.bin") + "\n", folder: "media")
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            (fixture.fileSize(first + "/.slow.bin.part") ?? 0) > 0
+        }, "\(fixture.log)")
+
+        #expect(rename(first, moved) == 0)
+        try fixture.writeConfig(Self.mediaClass(moved))
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
+        #expect(fixture.fileSize(moved + "/slow.bin") == nil, "the download ended before the reload: the test proves nothing")
+        #expect(try waitUntil(timeout: .seconds(20)) { fixture.jobs(in: "done").contains("slow.url") },
+                "\(fixture.jobs(in: "failed")) \(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+
+        #expect(FileManager.default.contents(atPath: moved + "/slow.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+                == TestHTTPServer.sha256Hex(body))
+        #expect(!FileManager.default.fileExists(atPath: first), "the old path was made again")
+    }
 }
