@@ -3,14 +3,12 @@ import Glibc
 
 /// Thin wrappers over the path-based system calls the spool and transfers use.
 enum FileSystem {
-    /// mkdir -p: creates each missing component (mkdir(2)); an existing component must be a real
-    /// folder (lstat(2)), so a planted symlink is refused rather than followed, except within
-    /// `trusted`, the root the config names: `/srv/downloads` may be a symlink to another disk
-    /// (stat(2)). The mode is cut by the umask: 0755 under 022, 0770 under the service's 0007
-    /// (group members move jobs).
+    /// mkdir -p (mkdir(2)): an existing component must be a real folder (lstat(2)), a planted
+    /// symlink refused, except in `trusted` (a root the config names), where one only root or
+    /// this user can have made is followed (`/srv/downloads` linked to another disk). The mode is
+    /// cut by the umask: 0755 under 022, 0770 under the service's 0007 (group members move jobs).
     static func makeDirectories(_ path: String, mode: mode_t = 0o775, trusting trusted: String? = nil) throws(SystemError) {
-        // The folders of `trusted` that `path` passes through: a path the config or the
-        // environment names (the spool, a destination, the state folder), symlinks and all.
+        // The components of `path` that are `trusted`'s (the spool, a destination, the state folder).
         let trustedCount = trusted.map { trusted in
             let (inPath, inTrusted) = (path.split(separator: "/"), trusted.split(separator: "/"))
             return path.hasPrefix("/") == trusted.hasPrefix("/") && inPath.starts(with: inTrusted) ? inTrusted.count : 0
@@ -20,7 +18,7 @@ enum FileSystem {
             current += "/" + component
             if mkdir(current, mode) == 0 { continue }
             let code = dfl_errno()
-            if code == EEXIST, index < trustedCount ? isDirectoryFollowingLinks(current) : isDirectory(current) { continue }
+            if code == EEXIST, index < trustedCount ? isAdminsFolder(current) : isDirectory(current) { continue }
             if code == EEXIST {
                 // A symlink or file where a folder belongs is never followed or replaced.
                 throw SystemError(code: ENOTDIR, operation: "mkdir (something that is not a folder is in the way)",
@@ -35,10 +33,15 @@ enum FileSystem {
         return (info.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// stat(2): a symlink to a folder is a folder.
-    private static func isDirectoryFollowingLinks(_ path: String) -> Bool {
-        var info = stat()
-        return path.withCString { stat($0, &info) } == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    /// A folder, or a symlink to one that only root or this user can have made: its folder is
+    /// theirs and no one else may write in it (not /tmp, not a group-writable spool).
+    private static func isAdminsFolder(_ path: String) -> Bool {
+        guard let info = try? lstatus(path) else { return false }
+        if (info.st_mode & S_IFMT) == S_IFDIR { return true }
+        var parent = stat(), target = stat()
+        guard (info.st_mode & S_IFMT) == S_IFLNK, directoryName(of: path).withCString({ stat($0, &parent) }) == 0,
+              parent.st_uid == 0 || parent.st_uid == geteuid(), parent.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return false }
+        return path.withCString { stat($0, &target) } == 0 && (target.st_mode & S_IFMT) == S_IFDIR
     }
 
     static func exists(_ path: String) -> Bool {

@@ -52,4 +52,41 @@ struct SymlinkedRootsTests {
         #expect(status("one.bin") == root + "/dl-link/one.bin")
         #expect(status("two.bin") == root + "/links/media/two.bin")
     }
+
+    @Test("killed while a download waits with 10,000 bytes, restarted with its destination named through a symlink to the same folder: resumed from its part (Range: bytes=10000-)")
+    func restartThroughSymlinkResumes() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(50_000, seed: 373)
+        server.serve("/cut.bin", body: body, faults: [.times(1, .dropAfter(bytes: 10_000))])
+        let fixture = try SpoolFixture()
+        let first = fixture.root.path + "/first", alias = fixture.root.path + "/alias"
+        let daemonConfig = try Self.agentConfig(fixture, destination: first)
+        let daemon = try AgentProcess(["run"], config: daemonConfig, log: fixture.logPath, in: fixture)
+        try daemon.start()
+        try fixture.drop("cut.url", server.url("/cut.bin") + "\n")
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            server.requests(to: "/cut.bin").first?.isFinished == true
+                && fixture.fileSize(first + "/.cut.bin.part") == 10_000 && fixture.log.contains("retry_in=")
+        }, "\(fixture.logTail())")
+        #expect(daemon.kill() == .signalled(SIGKILL))
+        #expect(server.requests(to: "/cut.bin").count == 1, "the retry came before the kill: the case was not exercised")
+        try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: first)
+
+        let once = try AgentProcess.run(["run", "--once"], config: try Self.agentConfig(fixture, destination: alias), log: fixture.logPath,
+                                        in: fixture, timeout: .seconds(40))
+        #expect(once == .exited(0), "\(fixture.logTail())")
+        #expect(FileManager.default.contents(atPath: first + "/cut.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+                == TestHTTPServer.sha256Hex(body))
+        #expect(server.requests(to: "/cut.bin").map { $0.header("Range") } == [nil, "bytes=10000-"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: first).sorted() == ["cut.bin"])
+    }
+
+    /// The fixture's spool, `destination`, and a retry 4 s after a failure.
+    private static func agentConfig(_ fixture: SpoolFixture, destination: String) throws -> String {
+        let path = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 3, initial_delay: 4s, max_delay: 4s }")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+            .replacingOccurrences(of: "destination: \(fixture.destination)\n", with: "destination: \(destination)\n")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
 }

@@ -49,4 +49,19 @@ struct MakeDirectoriesTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch + "/elsewhere").isEmpty)
         #expect(!FileManager.default.fileExists(atPath: scratch + "/real/spool"))
     }
+
+    @Test("a symlink in a folder others may write (group-writable like a spool, or /tmp) is refused even in the trusted root")
+    func symlinkInSharedFolderRefused() throws {
+        let scratch = try makeScratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try FileManager.default.createDirectory(atPath: scratch + "/shared", withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: scratch + "/shared/downloads", withDestinationPath: scratch + "/elsewhere")
+        #expect(chmod(scratch + "/shared", 0o2775) == 0)
+        #expect(throws: SystemError.self) {
+            try FileSystem.makeDirectories(scratch + "/shared/downloads", trusting: scratch + "/shared/downloads")
+        }
+        #expect(chmod(scratch + "/shared", 0o755) == 0)
+        try FileSystem.makeDirectories(scratch + "/shared/downloads/x", trusting: scratch + "/shared/downloads")
+        #expect(isFolder(scratch + "/elsewhere/x"))
+    }
 }
