@@ -3,8 +3,7 @@
 protocol SlotKey: Equatable {
     /// Equal keys give equal bits; unequal keys may too (they are then told apart by `==`).
     var slotBits: UInt64 { get }
-    /// A value no key ever has: it marks an empty bucket, where an Optional key took a byte more
-    /// and, with alignment, a word (a queue of 100,000 jobs held two tables of 262,144 buckets).
+    /// A value no key has: it marks an empty bucket (an Optional key took a word more with alignment).
     static var vacant: Self { get }
 }
 

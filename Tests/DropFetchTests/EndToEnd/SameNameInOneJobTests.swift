@@ -41,7 +41,7 @@ struct SameNameInOneJobTests {
         #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
             ["/a/same.bin", "/b/same.bin"].allSatisfy { server.requests(to: $0).first?.isFinished == true }
                 && [".same.bin.part", ".same.1.bin.part"].allSatisfy { fixture.fileSize(fixture.destination + "/" + $0) == 10_000 }
-                && fixture.log.components(separatedBy: "retry_in=").count == 3
+                && fixture.log.components(separatedBy: "retry_in=").count >= 3
         }, "\(fixture.logTail())")
         #expect(daemon.kill() == .signalled(SIGKILL))
         #expect(server.requests(to: "/a/same.bin").count == 1 && server.requests(to: "/b/same.bin").count == 1,
