@@ -33,17 +33,6 @@ enum FileSystem {
         return (info.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// A folder, or a symlink to one that only root or this user can have made: its folder is
-    /// theirs and no one else may write in it (not /tmp, not a group-writable spool).
-    private static func isAdminsFolder(_ path: String) -> Bool {
-        guard let info = try? lstatus(path) else { return false }
-        if (info.st_mode & S_IFMT) == S_IFDIR { return true }
-        var parent = stat(), target = stat()
-        guard (info.st_mode & S_IFMT) == S_IFLNK, directoryName(of: path).withCString({ stat($0, &parent) }) == 0,
-              parent.st_uid == 0 || parent.st_uid == geteuid(), parent.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return false }
-        return path.withCString { stat($0, &target) } == 0 && (target.st_mode & S_IFMT) == S_IFDIR
-    }
-
     static func exists(_ path: String) -> Bool {
         (try? lstatus(path)) != nil
     }

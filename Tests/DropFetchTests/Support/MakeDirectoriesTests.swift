@@ -64,4 +64,20 @@ struct MakeDirectoriesTests {
         try FileSystem.makeDirectories(scratch + "/shared/downloads/x", trusting: scratch + "/shared/downloads")
         #expect(isFolder(scratch + "/elsewhere/x"))
     }
+
+    @Test("a chain of links is checked at each hop: a link in an admin's folder to one in a group-writable folder is refused; two admin links are followed")
+    func chainCheckedAtEachHop() throws {
+        let scratch = try makeScratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try FileManager.default.createDirectory(atPath: scratch + "/shared", withIntermediateDirectories: false)
+        #expect(chmod(scratch + "/shared", 0o2775) == 0)
+        try FileManager.default.createSymbolicLink(atPath: scratch + "/shared/inner", withDestinationPath: scratch + "/elsewhere")
+        try FileManager.default.createSymbolicLink(atPath: scratch + "/hop", withDestinationPath: scratch + "/shared/inner")
+        #expect(throws: SystemError.self) { try FileSystem.makeDirectories(scratch + "/hop/x", trusting: scratch + "/hop") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch + "/elsewhere").isEmpty)
+        // link2 -> link -> real: both links in the scratch folder, which is this user's (0755).
+        try FileManager.default.createSymbolicLink(atPath: scratch + "/link2", withDestinationPath: "link")
+        try FileSystem.makeDirectories(scratch + "/link2/y", trusting: scratch + "/link2")
+        #expect(isFolder(scratch + "/real/y"))
+    }
 }
