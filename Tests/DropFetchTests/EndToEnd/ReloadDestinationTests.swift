@@ -19,22 +19,30 @@ struct ReloadDestinationTests {
         """
     }
 
+    /// Serves `/slow.bin` (300,000 bytes over about 3 s: 20,000 every 200 ms), starts a daemon whose
+    /// class `media` writes into `folder`, drops `slow.url` into inbox/media/ and waits until its
+    /// part holds data. Returns the body.
+    private static func startSlowDownload(from server: TestHTTPServer, into folder: String, seed: UInt64,
+                                          _ fixture: SpoolFixture) throws -> [UInt8] {
+        let body = TestHTTPServer.randomBytes(300_000, seed: seed)
+        server.serve("/slow.bin", body: body, faults: [.drip(bytesPerChunk: 20_000, interval: .milliseconds(200))])
+        try fixture.writeConfig(mediaClass(folder))
+        try fixture.startDaemon()
+        try fixture.drop("slow.url", server.url("/slow.bin") + "\n", folder: "media")
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            (fixture.fileSize(folder + "/.slow.bin.part") ?? 0) > 0
+        }, "\(fixture.log)")
+        return body
+    }
+
     @Test("a download running when a reload moves its class's destination is published where it began; a job dropped after the reload goes to the new folder")
     func runningDownloadKeepsItsFolder() throws {
         let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(300_000, seed: 341)
-        // About 3 s: 20,000 bytes every 200 ms.
-        server.serve("/slow.bin", body: body, faults: [.drip(bytesPerChunk: 20_000, interval: .milliseconds(200))])
         let later = TestHTTPServer.randomBytes(5_000, seed: 342)
         server.serve("/later.bin", body: later)
         let fixture = try SpoolFixture()
         let first = fixture.root.path + "/first", second = fixture.root.path + "/second"
-        try fixture.writeConfig(Self.mediaClass(first))
-        try fixture.startDaemon()
-        try fixture.drop("slow.url", server.url("/slow.bin") + "\n", folder: "media")
-        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
-            (fixture.fileSize(first + "/.slow.bin.part") ?? 0) > 0
-        }, "\(fixture.log)")
+        let body = try Self.startSlowDownload(from: server, into: first, seed: 341, fixture)
 
         try fixture.writeConfig(Self.mediaClass(second))
         #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
@@ -45,11 +53,11 @@ struct ReloadDestinationTests {
         #expect(try waitUntil(timeout: .seconds(10)) { fixture.jobs(in: "done").contains("later.url") }, "\(fixture.log)")
         #expect(try fixture.stopDaemon() == 0)
 
-        #expect(FileManager.default.contents(atPath: first + "/slow.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: first + "/slow.bin")
                 == TestHTTPServer.sha256Hex(body))
         #expect(!FileManager.default.fileExists(atPath: second + "/slow.bin"))
         #expect(try fixture.status("done", "slow.url").downloads.first?.file == first + "/slow.bin")
-        #expect(FileManager.default.contents(atPath: second + "/later.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: second + "/later.bin")
                 == TestHTTPServer.sha256Hex(later))
         #expect(try fixture.status("done", "later.url").downloads.first?.file == second + "/later.bin")
         #expect(fixture.jobs(in: "failed").isEmpty)
@@ -78,7 +86,7 @@ struct ReloadDestinationTests {
                 "\(fixture.jobs(in: "failed")) \(fixture.log)")
         #expect(try fixture.stopDaemon() == 0)
 
-        #expect(FileManager.default.contents(atPath: first + "/cut.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: first + "/cut.bin")
                 == TestHTTPServer.sha256Hex(body))
         #expect(!FileManager.default.fileExists(atPath: second + "/cut.bin"))
         #expect(!FileManager.default.fileExists(atPath: first + "/.cut.bin.part"))
@@ -89,17 +97,9 @@ struct ReloadDestinationTests {
     @Test("a class's folder moved (mv, same file system) and named in its new place by a reload while a download runs: the download is published in the moved folder")
     func folderMovedAndRenamedInTheConfig() throws {
         let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(300_000, seed: 346)
-        // About 3 s: 20,000 bytes every 200 ms.
-        server.serve("/slow.bin", body: body, faults: [.drip(bytesPerChunk: 20_000, interval: .milliseconds(200))])
         let fixture = try SpoolFixture()
         let first = fixture.root.path + "/first", moved = fixture.root.path + "/moved"
-        try fixture.writeConfig(Self.mediaClass(first))
-        try fixture.startDaemon()
-        try fixture.drop("slow.url", server.url("/slow.bin") + "\n", folder: "media")
-        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
-            (fixture.fileSize(first + "/.slow.bin.part") ?? 0) > 0
-        }, "\(fixture.log)")
+        let body = try Self.startSlowDownload(from: server, into: first, seed: 346, fixture)
 
         #expect(rename(first, moved) == 0)
         try fixture.writeConfig(Self.mediaClass(moved))
@@ -109,7 +109,7 @@ struct ReloadDestinationTests {
                 "\(fixture.jobs(in: "failed")) \(fixture.log)")
         #expect(try fixture.stopDaemon() == 0)
 
-        #expect(FileManager.default.contents(atPath: moved + "/slow.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: moved + "/slow.bin")
                 == TestHTTPServer.sha256Hex(body))
         #expect(!FileManager.default.fileExists(atPath: first), "the old path was made again")
     }

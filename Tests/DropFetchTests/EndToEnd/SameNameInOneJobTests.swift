@@ -20,7 +20,7 @@ struct SameNameInOneJobTests {
         let files = status.downloads.compactMap(\.file)
         #expect(Set(files).count == 2, "\(files)")
         #expect(server.completedRequests().map(\.path).sorted() == ["/a/same.bin", "/b/same.bin"])
-        let hashes = Set(files.compactMap { FileManager.default.contents(atPath: $0).map { TestHTTPServer.sha256Hex(Array($0)) } })
+        let hashes = Set(files.compactMap { TestHTTPServer.sha256Hex(ofFileAt: $0) })
         #expect(hashes == [TestHTTPServer.sha256Hex(first), TestHTTPServer.sha256Hex(second)], "\(files)")
         #expect(status.downloads.map(\.sha256) == [TestHTTPServer.sha256Hex(first), TestHTTPServer.sha256Hex(second)])
     }
@@ -56,7 +56,7 @@ struct SameNameInOneJobTests {
         #expect(Set(files).count == 2, "\(files)")
         #expect(status.downloads.map(\.sha256) == [TestHTTPServer.sha256Hex(first), TestHTTPServer.sha256Hex(second)])
         for (index, file) in files.enumerated() {
-            #expect(FileManager.default.contents(atPath: file).map { TestHTTPServer.sha256Hex(Array($0)) } == status.downloads[index].sha256)
+            #expect(TestHTTPServer.sha256Hex(ofFileAt: file) == status.downloads[index].sha256)
         }
         for path in ["/a/same.bin", "/b/same.bin"] {
             #expect(server.requests(to: path).map { $0.header("Range") } == [nil, "bytes=10000-"], "\(path)")

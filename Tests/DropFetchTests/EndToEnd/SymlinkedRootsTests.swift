@@ -39,9 +39,9 @@ struct SymlinkedRootsTests {
         #expect(try fixture.runCLI(["release", "two.bin"], config: config) == 0, "\(fixture.log)")
         #expect(try fixture.runCLI(["run", "--once"], config: config) == 0, "\(fixture.log)")
 
-        #expect(FileManager.default.contents(atPath: root + "/disk/dl/one.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: root + "/disk/dl/one.bin")
                 == TestHTTPServer.sha256Hex(first))
-        #expect(FileManager.default.contents(atPath: root + "/disk/media/two.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: root + "/disk/media/two.bin")
                 == TestHTTPServer.sha256Hex(second))
         let done = (try? FileManager.default.contentsOfDirectory(atPath: root + "/disk/spool/done"))?.sorted()
         #expect(done == ["one.bin.status.json", "one.bin.url", "two.bin.status.json", "two.bin.url"], "\(fixture.log)")
@@ -75,7 +75,7 @@ struct SymlinkedRootsTests {
         let once = try AgentProcess.run(["run", "--once"], config: try Self.agentConfig(fixture, destination: alias), log: fixture.logPath,
                                         in: fixture, timeout: .seconds(40))
         #expect(once == .exited(0), "\(fixture.logTail())")
-        #expect(FileManager.default.contents(atPath: first + "/cut.bin").map { TestHTTPServer.sha256Hex(Array($0)) }
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: first + "/cut.bin")
                 == TestHTTPServer.sha256Hex(body))
         #expect(server.requests(to: "/cut.bin").map { $0.header("Range") } == [nil, "bytes=10000-"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: first).sorted() == ["cut.bin"])

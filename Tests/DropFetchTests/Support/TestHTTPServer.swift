@@ -142,6 +142,11 @@ final class TestHTTPServer: Sendable {
         SHA256.hex(bytes)
     }
 
+    /// The SHA-256 of the file at `path` in lowercase hex; nil when there is none.
+    static func sha256Hex(ofFileAt path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { sha256Hex(Array($0)) }
+    }
+
     /// `date` as an IMF-fixdate (RFC 9110 §5.6.7), for `lastModified`.
     static func httpDate(_ date: Date) -> String {
         let formatter = DateFormatter()
