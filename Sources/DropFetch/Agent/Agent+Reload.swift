@@ -3,10 +3,15 @@ import Glibc
 /// The config as the running agent takes it: destinations checked at start (access(2)), and a
 /// reload on SIGHUP or a change of the file, which applies to what has not started yet.
 extension Agent {
-    /// Every destination that exists must take new files (access(2) W_OK|X_OK): one that cannot is
-    /// reported at start (exit 3), not as an `internal` failure of each job that reaches it.
+    /// Every destination that exists must take new files (access(2) W_OK|X_OK), and none may be
+    /// reached through a symlink another user could replace (FileSystem.isAdminsRoot): one that
+    /// fails is reported at start (exit 3), not as an `internal` failure of each job that reaches it.
     func checkDestinationsWritable() throws(SystemError) {
         let classes = config.classes.compactMap { $0.destination.map(Agent.absolute) }
+        for path in classes where !FileSystem.isAdminsRoot(path) {
+            throw SystemError(code: ELOOP, operation: "the destination is reached through a symlink in a folder that is not root's or this user's, or that others can write (not followed)",
+                              path: path)
+        }
         for path in [context.destinationRoot] + classes where FileSystem.exists(path) {
             if access(path, W_OK | X_OK) != 0 {
                 throw SystemError(code: errno, operation: "the destination cannot take new files (access W_OK)",
@@ -39,6 +44,12 @@ extension Agent {
                 return
             }
             context.replaceConfig(fresh)
+            do {
+                try checkDestinationsWritable()
+            } catch {
+                // Not refused: the other classes run; this one's jobs fail naming the folder.
+                logger.error("config reload: \(error); jobs of that class will fail")
+            }
             names.closeRoots()
             runner.requeueUnstarted()
             bandwidth.applyRateLimits()

@@ -73,7 +73,7 @@ final class OutputNames: AgentPart {
         } catch {
             // The roots are opened again after a config reload (`closeRoots`).
             if DescriptorLimit.isShortage(error) { return .failure(.noDescriptors(error)) }
-            return .failure(.failed(OutputNames.folderFailure(error, dir: download.spec.dir)))
+            return .failure(.failed(OutputNames.rootFailure(error, path: destinationPath(of: job))))
         }
         // From its first reservation on, the job keeps this root through config reloads.
         job.keepDestination(root)
@@ -88,6 +88,12 @@ final class OutputNames: AgentPart {
     /// The name a download asks for (`out=`, else the URL's file name): the first one tried.
     static func requestedName(of download: Job.Download) -> String {
         download.spec.out ?? FileName.fromURL(download.spec.urls[0])
+    }
+
+    /// The config's destination folder cannot be used (a refused symlink, no permission): the
+    /// config's fault, not the job's, so `internal` rather than `invalid_job`.
+    static func rootFailure(_ error: SystemError, path: String) -> Failure {
+        Failure(error.isNoSpace ? .noSpace : .internal, "cannot use the destination folder \(path): \(error)")
     }
 
     static func folderFailure(_ error: SystemError, dir: String?) -> Failure {

@@ -34,6 +34,17 @@ extension FileSystem {
         return true
     }
 
+    /// Whether `run` may make or use `path` as a configured root (`makeDirectories(trusting:)`):
+    /// the part of it that exists (lstat(2), so a dangling link counts) is `isAdminsFolder`.
+    static func isAdminsRoot(_ path: String) -> Bool {
+        var probe = path
+        while (try? lstatus(probe)) == nil {
+            guard probe != "/", probe != ".", !probe.isEmpty else { return false }
+            probe = directoryName(of: probe)
+        }
+        return isAdminsFolder(probe)
+    }
+
     /// The components of `path`, last first (a stack).
     private static func components(of path: String) -> [String] {
         path.split(separator: "/").reversed().map(String.init)

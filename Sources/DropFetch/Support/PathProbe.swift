@@ -9,7 +9,8 @@ import Glibc
 /// filesystem (`/proc`, `/sys`, …) is refused even for root, who access(2) lets "write" there.
 enum PathProbe {
     /// A folder `run` will create with `mkdir -p` or write into: the nearest existing ancestor
-    /// must be a folder this process may write and search, on a filesystem that holds files.
+    /// must be a folder this process may write and search, on a filesystem that holds files,
+    /// reached through no symlink that `run` refuses.
     static func creatableFolder(_ path: String) -> String? {
         var probe = path
         while true {
@@ -21,8 +22,13 @@ enum PathProbe {
             }
             probe = FileSystem.directoryName(of: probe)
         }
-        return writableFolder(probe)
+        if let problem = writableFolder(probe) { return problem }
+        // stat(2) alone passes a symlink that `run` then refuses (FileSystem.isAdminsRoot).
+        return FileSystem.isAdminsRoot(path) ? nil : "\(path) \(PathProbe.refusedLink)"
     }
+
+    /// Why `run` refuses a configured root reached through a symlink another user could replace.
+    static let refusedLink = "is reached through a symlink in a folder that is not root's or this user's, or that others can write: run will not follow it"
 
     /// An existing folder this process may create files in (the folder of `metrics_file`).
     static func writableFolder(_ path: String) -> String? {

@@ -81,6 +81,73 @@ struct SymlinkedRootsTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: first).sorted() == ["cut.bin"])
     }
 
+    /// A folder `media` at `<root>/disk/media`, and a link to it another user could replace:
+    /// `<root>/open/media`, in a world-writable folder. Returns the link's path.
+    private static func linkAnyoneCouldReplace(in root: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: root + "/disk/media", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/open", withIntermediateDirectories: true)
+        chmod(root + "/open", 0o777)
+        try FileManager.default.createSymbolicLink(atPath: root + "/open/media", withDestinationPath: root + "/disk/media")
+        return root + "/open/media"
+    }
+
+    @Test("a class destination linked from a folder anyone can write: check exits 2 naming it; run --once exits 3 naming it before it claims a job")
+    func refusedClassDestinationAtStart() throws {
+        let fixture = try SpoolFixture()
+        let root = fixture.root.path
+        let link = try Self.linkAnyoneCouldReplace(in: root)
+        let path = try fixture.writeAgentConfig(
+            agentID: "test-agent", "classes:\n  - { name: media, match: { url: \"*/media.bin\" }, destination: \(link)/deeper }\n")
+
+        let check = try CommandRun(["check", "--config", path], in: root)
+        #expect(check.status == 2)
+        #expect(check.stderr.contains("class media destination \(link)/deeper: \(link)/deeper is reached through a symlink"),
+                "\(check.stderr)")
+
+        try fixture.drop("plain.url", "http://127.0.0.1:9/plain.bin\n")
+        try fixture.drop("media.url", "http://127.0.0.1:9/media.bin\n")
+        #expect(try AgentProcess.run(["run", "--once"], config: path, log: fixture.logPath, in: fixture,
+                                     timeout: .seconds(30)) == .exited(3), "\(fixture.logTail())")
+        #expect(fixture.log.contains("the destination is reached through a symlink"), "\(fixture.logTail())")
+        #expect(fixture.log.contains(link + "/deeper"), "\(fixture.logTail())")
+        #expect(fixture.jobs(in: "inbox").sorted() == ["media.url", "plain.url"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/disk/media").isEmpty)
+    }
+
+    @Test("a reload that names a class destination linked from a folder anyone can write: that class's job fails as internal naming the destination; another job is done")
+    func refusedClassDestinationAfterReload() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(7_000, seed: 374)
+        server.serve("/plain.bin", body: body)
+        server.serve("/media.bin", body: body)
+        let fixture = try SpoolFixture()
+        let root = fixture.root.path
+        let link = try Self.linkAnyoneCouldReplace(in: root)
+        let mediaClass = { (destination: String) in
+            "classes:\n  - { name: media, match: { url: \"*/media.bin\" }, destination: \(destination) }\n"
+        }
+        try fixture.writeConfig(mediaClass(root + "/disk/media"))
+        try fixture.startDaemon()
+        // The config watcher is in place once the agent says it started.
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("agent started") }, "\(fixture.log)")
+        try fixture.writeConfig(mediaClass(link))
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
+        #expect(fixture.log.contains("config reload: the destination is reached through a symlink"), "\(fixture.log)")
+
+        try fixture.drop("plain.url", server.url("/plain.bin") + "\n")
+        try fixture.drop("media.url", server.url("/media.bin") + "\n")
+        #expect(try waitUntil(timeout: .seconds(10)) {
+            fixture.jobs(in: "done").contains("plain.url") && fixture.jobs(in: "failed").contains("media.url")
+        }, "\(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: fixture.destination + "/plain.bin") == TestHTTPServer.sha256Hex(body))
+        let error = try fixture.status("failed", "media.url").error
+        #expect(error?.kind == .internal, "\(fixture.log)")
+        #expect(error?.message.contains("cannot use the destination folder \(link)") == true, "\(String(describing: error))")
+        #expect(server.requests(to: "/media.bin").isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/disk/media").isEmpty)
+    }
+
     /// The fixture's spool, `destination`, and a retry 4 s after a failure.
     private static func agentConfig(_ fixture: SpoolFixture, destination: String) throws -> String {
         let path = try fixture.writeAgentConfig(agentID: "test-agent", retry: "{ attempts: 3, initial_delay: 4s, max_delay: 4s }")
