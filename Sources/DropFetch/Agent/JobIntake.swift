@@ -205,7 +205,8 @@ final class JobIntake: AgentPart {
               job.earlierName(of: 0)?.isAt(first.part.location) ?? true else {
             return first.part.discard()
         }
-        if let root = try? runner.names.destinationRoot(of: job) { job.keepDestination(root) }
+        // The root the part lies in, not one looked up by path again (a folder moved meanwhile).
+        job.keepDestination(first.root)
         if runner.noteDescriptor(of: first.part), first.part.holdsNoData { return job.setAside(first.part, for: 0) }
         job.take(first.part, for: 0)
     }

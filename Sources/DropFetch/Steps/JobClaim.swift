@@ -19,6 +19,8 @@ final class JobClaim: WorkerTask {
     /// A `.part` taken with the claim, and what it was taken under.
     struct FirstPart {
         let part: PartFile
+        /// The destination root the part was taken under: the job keeps this one (`Job.destination`).
+        let root: DirectoryHandle
         let className: String
         /// The job as the worker accepted it under the request's config, for admission to take
         /// while that config is still in force (one check a job, not two).
@@ -39,7 +41,7 @@ final class JobClaim: WorkerTask {
         ending = answer.ending
         openedRoot = answer.openedRoot
         if let taken = answer.firstPart {
-            firstPart = FirstPart(part: PartFile(handedOver: taken.part), className: taken.accepted.className,
+            firstPart = FirstPart(part: PartFile(handedOver: taken.part), root: taken.root, className: taken.accepted.className,
                                   accepted: taken.accepted, generation: request.naming?.generation ?? -1)
         }
         if case .failed(let error) = answer.ending { return error }
@@ -56,6 +58,7 @@ final class JobClaim: WorkerTask {
 
     struct Taken: Sendable {
         let part: PartFile.HandedOver
+        let root: DirectoryHandle
         let accepted: JobAcceptance
     }
 
@@ -119,7 +122,7 @@ final class JobClaim: WorkerTask {
                 digest: shared.config.digest, mode: shared.config.fileMode, durable: shared.config.fsync, key: naming.key, distrustsData: false,
                 earlier: nil, siblings: [])
             guard case .reserved(let part) = reservation.perform() else { return nil }
-            return (Taken(part: part, accepted: accepted), opened)
+            return (Taken(part: part, root: root, accepted: accepted), opened)
         }
     }
 }
