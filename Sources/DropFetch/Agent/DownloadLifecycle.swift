@@ -56,6 +56,8 @@ struct DownloadLifecycle {
         case nameTaken(size: Int64, recordMirror: Int, finalPath: String)
         /// An earlier run of this job published the file already.
         case foundFinished(file: String, bytes: Int64, sha256: String?)
+        /// The destination folder `from` was moved and the config names it `to`: its file is named there.
+        case destinationMoved(from: String, to: String)
         /// `on_conflict: overwrite` and another job owns the name: try again at `until`.
         case nameOwnerBusy(until: Int64)
         /// The name could not be taken for lack of space: it counts as an attempt (the waits back off).
@@ -205,6 +207,8 @@ struct DownloadLifecycle {
             // An attempt interrupted by a hold, a shutdown or a crash goes on at the mirror that wrote the data.
             if !beginsAttempt, size > 0 { mirror = min(recordMirror, mirrorCount - 1) }
             status.file = finalPath
+        case .destinationMoved(let old, let new):
+            if let file = status.file, let moved = FileSystem.moved(file, from: old, to: new) { status.file = moved }
         case .foundFinished(let file, let bytes, let sha256):
             status.file = file
             status.bytes = bytes

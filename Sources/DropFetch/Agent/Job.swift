@@ -167,6 +167,22 @@ final class Job {
         if destination == nil { destination = root }
     }
 
+    /// Its kept destination was moved and the config names the new place, which `root` (the same
+    /// folder: st_dev, st_ino) was opened by: its parts, and the paths it reports, go by that name.
+    func relabelDestination(_ root: DirectoryHandle) {
+        guard let old = destination?.path else { return }
+        destination = root
+        for part in parts {
+            if let part, let moved = FileSystem.moved(part.folder.path, from: old, to: root.path) { part.relabel(moved) }
+        }
+        for (index, earlier) in earlierNames {
+            guard case .setAside(var part) = earlier else { continue }
+            part.relabel(from: old, to: root.path)
+            earlierNames[index] = .setAside(part)
+        }
+        for index in machine.downloads.indices { apply(.destinationMoved(from: old, to: root.path), to: index) }
+    }
+
     /// A job that has taken no name follows its class's destination again (a reload reclassified it).
     func forgetDestination() {
         destination = nil

@@ -99,8 +99,13 @@ extension JobRunner {
     }
 
     /// After a config reload: jobs that have not started take the new classes and priorities,
-    /// and the queue is re-sorted (running and started jobs keep theirs).
+    /// and the queue is re-sorted (running and started jobs keep theirs and their folder).
     func requeueUnstarted() {
+        // A kept root that the admin moved and the new config names in its new place: the job's
+        // parts and the paths it reports (status file, DROPFETCH_FILES) take the new name.
+        for job in table.allJobs where job.destination != nil {
+            if let moved = names.movedRoot(of: job) { job.relabelDestination(moved) }
+        }
         // A job whose output name is taken (or being taken) keeps its class and the destination
         // its `.part` lies in (`Job.destination`), and its admission place was counted under it.
         for job in table.allJobs where job.record.started == nil

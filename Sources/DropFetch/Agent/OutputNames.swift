@@ -147,6 +147,21 @@ final class OutputNames: AgentPart {
         return root
     }
 
+    /// The root `job` kept, opened by its class's path in the config now in force when the admin
+    /// moved the folder there (the same st_dev and st_ino); nil when it was not moved so.
+    func movedRoot(of job: Job) -> DirectoryHandle? {
+        guard let kept = job.destination else { return nil }
+        let path = config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
+        guard path != kept.path else { return nil }
+        if let open = destinations[path] { return open.device == kept.device && open.inode == kept.inode ? open : nil }
+        var info = stat()
+        guard stat(path, &info) == 0, UInt64(info.st_dev) == kept.device, UInt64(info.st_ino) == kept.inode,
+              let root = try? DirectoryHandle.openRoot(path, create: false),
+              root.device == kept.device, root.inode == kept.inode else { return nil }
+        destinations[path] = root
+        return root
+    }
+
     /// The path of the job's destination root: the one it kept (`Job.destination`), else its class's.
     func destinationPath(of job: Job) -> String {
         job.destination?.path ?? config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot

@@ -45,6 +45,13 @@ final class DirectoryHandle: Sendable {
         return try DirectoryHandle(descriptor: fd, path: path, components: [])
     }
 
+    /// The same folder named by `newPath` (a twin descriptor, fcntl(2) F_DUPFD_CLOEXEC): the admin
+    /// moved it and the config names its new place; messages and status files then name that.
+    func relabeled(_ newPath: String) throws(SystemError) -> DirectoryHandle {
+        let fd = try retryingEINTR("fcntl (F_DUPFD_CLOEXEC)", newPath) { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+        return try DirectoryHandle(descriptor: fd, path: newPath, components: components)
+    }
+
     /// The subfolder `name` (one component), created when missing; a symlink or anything but a
     /// folder is refused with ELOOP/ENOTDIR (openat(2) with O_NOFOLLOW | O_DIRECTORY).
     func subfolder(_ name: String, create: Bool) throws(SystemError) -> DirectoryHandle {

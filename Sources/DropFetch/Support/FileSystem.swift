@@ -199,6 +199,14 @@ enum FileSystem {
         }
     }
 
+    /// `path` with its leading folder `old` replaced by `new`; nil when `path` is not `old` or below it.
+    static func moved(_ path: String, from old: String, to new: String) -> String? {
+        if path == old { return new }
+        let rest = path.utf8.dropFirst(old.utf8.count)
+        guard path.utf8.starts(with: old.utf8), rest.first == UInt8(ascii: "/") else { return nil }
+        return new + String(decoding: rest, as: UTF8.self)
+    }
+
     /// `folder/name` made in one allocation: `folder + "/" + name` grows and copies the string
     /// once per piece, and paths are joined a dozen times a job.
     static func join(_ folder: String, _ name: String) -> String {

@@ -20,4 +20,7 @@ extension PartFile {
     }
 
     var location: Location { Location(folder: folder, name: name, finalName: finalName) }
+
+    /// The fixed temp name a new record file is written under before its rename (`writeRecord`).
+    static func recordTempName(of recordName: String) -> String { "." + recordName + ".tmp" }
 }

@@ -18,7 +18,7 @@ final class PartFile {
         case obstructed(String)
     }
 
-    let folder: DirectoryHandle
+    private(set) var folder: DirectoryHandle
     /// The final name the data will be published under.
     let finalName: String
     /// `.<finalName>.part`, the final name shortened to 200 bytes first so that the part, its
@@ -507,9 +507,6 @@ final class PartFile {
 
     private var recordTempName: String { PartFile.recordTempName(of: recordName) }
 
-    /// The fixed temp name a new record file is written under before its rename (`writeRecord`).
-    static func recordTempName(of recordName: String) -> String { "." + recordName + ".tmp" }
-
     /// Writes the record, stamped with this boot: in place over its file (pwrite(2) of the same
     /// size, no new blocks: ResumeRecordFile), or as a new file (temp → rename) when there is
     /// none of ours yet or it has outgrown its size. One writer per part (its flock), so the temp
@@ -526,6 +523,13 @@ final class PartFile {
         }
         let created = try PartFile.createRecordFile(record, named: recordName, in: folder, key: key)
         recordFile = (created.inode, created.size, record)
+    }
+
+    /// Names its folder by `path` from now on, the destination moved (`Job.relabelDestination`).
+    func relabel(_ path: String) {
+        guard let twin = try? folder.relabeled(path) else { return }
+        folder = twin
+        finalPath = FileSystem.join(path, finalName)
     }
 
     /// Gives up the data and the name: the part and its record are removed.
@@ -550,9 +554,7 @@ final class PartFile {
 
     /// Gives the part up to a later reservation that reopens it (SetAsidePart): a step still
     /// holding this object (a sync's answer) writes no record over the one the reopened part keeps.
-    func retire() {
-        discarded = true
-    }
+    func retire() { discarded = true }
 
     // MARK: - Across threads (and `Location`, in PartFile+Location.swift)
 

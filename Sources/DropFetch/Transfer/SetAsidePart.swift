@@ -10,7 +10,7 @@ import Glibc
 /// It keeps its folder's path, not its handle: the handle of a `dir=` subfolder is a descriptor
 /// of its own, which a download waiting for descriptors must not hold.
 struct SetAsidePart: Sendable {
-    let folderPath: String
+    private(set) var folderPath: String
     let name: String
     let finalName: String
     /// The part's inode and owner: a file under the name that is not this one is not removed.
@@ -41,6 +41,11 @@ struct SetAsidePart: Sendable {
         owesRecord = holdsData && !part.recordIsWritten
         descriptor = part.file
         key = part.key
+    }
+
+    /// The destination folder `old` was moved and the config names it `new` (`Job.relabelDestination`).
+    mutating func relabel(from old: String, to new: String) {
+        if let moved = FileSystem.moved(folderPath, from: old, to: new) { folderPath = moved }
     }
 
     /// Whether the descriptor it had may still hold the part's lock (flock(2)).

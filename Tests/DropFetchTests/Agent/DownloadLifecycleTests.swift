@@ -31,6 +31,19 @@ struct DownloadLifecycleTests {
         return download
     }
 
+    @Test("a moved destination renames the file of a download below it, and only below it; the phase and step stay")
+    func destinationMoved() {
+        var download = running()
+        let step = download.step
+        #expect(download.handle(.destinationMoved(from: "/d", to: "/srv/moved")).isEmpty)
+        #expect(download.status.file == "/srv/moved/f" && download.phase == .running(key: 7) && download.step == step)
+        // "/srv/mo" is a prefix of the string but not a folder of the path.
+        download.handle(.destinationMoved(from: "/srv/mo", to: "/x"))
+        #expect(download.status.file == "/srv/moved/f")
+        download.handle(.destinationMoved(from: "/srv/moved", to: "/srv/é"))
+        #expect(download.status.file == "/srv/é/f")
+    }
+
     @Test("a proxied target's lookup: queued again when it is back; a late answer for a download that moved on changes nothing")
     func targetLookup() {
         var download = DownloadLifecycle(url: "http://a/f", mirrorCount: 1)

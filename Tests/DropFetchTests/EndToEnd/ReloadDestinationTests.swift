@@ -112,5 +112,40 @@ struct ReloadDestinationTests {
         #expect(TestHTTPServer.sha256Hex(ofFileAt: moved + "/slow.bin")
                 == TestHTTPServer.sha256Hex(body))
         #expect(!FileManager.default.fileExists(atPath: first), "the old path was made again")
+        #expect(try fixture.status("done", "slow.url").downloads.first?.file == moved + "/slow.bin")
+    }
+
+    @Test("a class's folder moved and named in its new place by a reload while a download waits for its retry with data: resumed there (Range: bytes=20000-); the status file and DROPFETCH_FILES name the new place")
+    func folderMovedWhileDownloadWaits() throws {
+        let server = try TestHTTPServer()
+        let body = TestHTTPServer.randomBytes(60_000, seed: 347)
+        server.serve("/cut.bin", body: body, faults: [.times(1, .dropAfter(bytes: 20_000))])
+        let fixture = try SpoolFixture()
+        let first = fixture.root.path + "/first", moved = fixture.root.path + "/moved"
+        let files = fixture.root.path + "/files.txt"
+        let hook = "hooks: { on_done: [/bin/sh, -c, 'printf %s \"$DROPFETCH_FILES\" > \(files)'] }\n"
+        try fixture.writeConfig(Self.mediaClass(first, retryDelay: "6s") + hook)
+        try fixture.startDaemon()
+        try fixture.drop("cut.url", server.url("/cut.bin") + "\n", folder: "media")
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(first + "/.cut.bin.part") == 20_000
+                && fixture.log.contains("retry_in")
+        }, "\(fixture.log)")
+
+        #expect(rename(first, moved) == 0)
+        try fixture.writeConfig(Self.mediaClass(moved, retryDelay: "6s") + hook)
+        #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
+        #expect(server.requests(to: "/cut.bin").count == 1, "the retry came before the reload: the test proves nothing")
+        #expect(try waitUntil(timeout: .seconds(20)) {
+            fixture.jobs(in: "done").contains("cut.url") && ((try? String(contentsOfFile: files, encoding: .utf8)) ?? "").hasSuffix("cut.bin")
+        }, "\(fixture.jobs(in: "failed")) \(fixture.log)")
+        #expect(try fixture.stopDaemon() == 0)
+
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: moved + "/cut.bin") == TestHTTPServer.sha256Hex(body))
+        #expect(server.requests(to: "/cut.bin").map { $0.header("Range") } == [nil, "bytes=20000-"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: moved) == ["cut.bin"])
+        #expect(!FileManager.default.fileExists(atPath: first), "the old path was made again")
+        #expect(try fixture.status("done", "cut.url").downloads.first?.file == moved + "/cut.bin")
+        #expect(try String(contentsOfFile: files, encoding: .utf8) == moved + "/cut.bin")
     }
 }
