@@ -9,7 +9,7 @@ extension Agent {
     func checkDestinationsWritable() throws(SystemError) {
         let classes = config.classes.compactMap { $0.destination.map(Agent.absolute) }
         for path in classes where !FileSystem.isAdminsRoot(path) {
-            throw SystemError(code: ELOOP, operation: "the destination is reached through a symlink in a folder that is not root's or this user's, or that others can write (not followed)",
+            throw SystemError(code: ENOTDIR, operation: "the destination is not a folder reached only through symlinks root or this user made (a file in the way, or a link in a folder others can write)",
                               path: path)
         }
         for path in [context.destinationRoot] + classes where FileSystem.exists(path) {
@@ -48,7 +48,7 @@ extension Agent {
                 try checkDestinationsWritable()
             } catch {
                 // Not refused: the other classes run; this one's jobs fail naming the folder.
-                logger.error("config reload: \(error); jobs of that class will fail")
+                logger.error("config reload: \(error); jobs that go there will fail")
             }
             names.closeRoots()
             runner.requeueUnstarted()

@@ -59,6 +59,11 @@ final class Job {
     private var publishedRecords: [PublishedRecord?]
     /// The destination root of its first reservation, kept through config reloads (docs/config.md, Reloading).
     private(set) var destination: DirectoryHandle?
+    /// The path `destination` had before a reload relabelled it (`relabelDestination`).
+    private var movedFrom: String?
+    /// The path `destination` had when it was kept: an absolute `dir=` is resolved against it,
+    /// since the job was admitted under that path, whatever a relabel names the folder now.
+    private(set) var keptPath: String?
 
     init(id: Int, workName: String, owner: PartOwner, spec: JobSpec, record: StatusRecord, arrival: Int64,
          stateFileMayExist: Bool = true, distrustsData: Bool = false, clock: AgentClock) {
@@ -164,7 +169,9 @@ final class Job {
 
     /// Keeps `root` as its destination unless it has one (`destination`).
     func keepDestination(_ root: DirectoryHandle) {
-        if destination == nil { destination = root }
+        guard destination == nil else { return }
+        destination = root
+        keptPath = root.path
     }
 
     /// Its kept destination was moved and the config names the new place, which `root` (the same
@@ -172,8 +179,9 @@ final class Job {
     func relabelDestination(_ root: DirectoryHandle) {
         guard let old = destination?.path else { return }
         destination = root
-        for part in parts {
-            if let part, let moved = FileSystem.moved(part.folder.path, from: old, to: root.path) { part.relabel(moved) }
+        movedFrom = old
+        for case let part? in parts {
+            if let same = renamed(part.folder, from: old) { part.relabel(same) }
         }
         for (index, earlier) in earlierNames {
             guard case .setAside(var part) = earlier else { continue }
@@ -183,13 +191,26 @@ final class Job {
         for index in machine.downloads.indices { apply(.destinationMoved(from: old, to: root.path), to: index) }
     }
 
+    /// `folder` (below the old root `old`) reached under the kept root's path: the root itself, or
+    /// a twin descriptor of a subfolder (DirectoryHandle.relabeled; nil when none is free).
+    private func renamed(_ folder: DirectoryHandle, from old: String) -> DirectoryHandle? {
+        guard let root = destination, FileSystem.moved(folder.path, from: root.path, to: root.path) == nil,
+              let path = FileSystem.moved(folder.path, from: old, to: root.path) else { return nil }
+        if folder.components.isEmpty { return folder.device == root.device && folder.inode == root.inode ? root : nil }
+        return try? folder.relabeled(path)
+    }
+
     /// A job that has taken no name follows its class's destination again (a reload reclassified it).
     func forgetDestination() {
         destination = nil
+        keptPath = nil
+        movedFrom = nil
     }
 
     /// Download `index` owns `part` from now until it is published or given up.
     func take(_ part: PartFile, for index: Int) {
+        // Reserved under the root's old name by a request sent before the reload relabelled it.
+        if let movedFrom, let same = renamed(part.folder, from: movedFrom) { part.relabel(same) }
         parts[index] = part
         if !earlierNames.isEmpty { earlierNames[index] = nil }
         apply(.nameTaken(size: part.size, recordMirror: part.record.mirror, finalPath: part.finalPath), to: index)

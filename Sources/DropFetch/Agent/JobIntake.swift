@@ -158,7 +158,7 @@ final class JobIntake: AgentPart {
             runner.admission.finished(host: entry.host, className: entry.className)
             claimsInFlight -= 1
             defer { if claimsInFlight == 0 { departedDuringClaims.removeAll() } }
-            if let (path, root) = claim.openedRoot { runner.names.adopt(root, at: path) }
+            if let (path, root) = claim.openedRoot { runner.names.adopt(root, at: path, generation: claim.request.naming?.generation) }
             switch claim.ending {
             case .claimed(let workName, let previous, let contents):
                 // Held or moved away while the claim was on its way back: not this agent's any more.

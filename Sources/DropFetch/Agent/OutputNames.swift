@@ -24,9 +24,10 @@ final class OutputNames: AgentPart {
         generation += 1
     }
 
-    /// Keeps a destination root a worker opened for `path`, unless one is open already.
-    func adopt(_ root: DirectoryHandle, at path: String) {
-        if destinations[path] == nil { destinations[path] = root }
+    /// Keeps a destination root a worker opened for `path` under config `generation`, unless one is
+    /// open already or a reload came since (the folder at `path` may have been moved meanwhile).
+    func adopt(_ root: DirectoryHandle, at path: String, generation: Int?) {
+        if generation == self.generation, destinations[path] == nil { destinations[path] = root }
     }
 
     /// What a claim's worker needs to take the job's first output name itself (`JobClaim`).
@@ -64,7 +65,7 @@ final class OutputNames: AgentPart {
         let subfolder: String
         let root: DirectoryHandle
         do {
-            subfolder = try download.spec.subfolder(in: destinationPath(of: job)) ?? ""
+            subfolder = try download.spec.subfolder(in: job.keptPath ?? destinationPath(of: job)) ?? ""
         } catch {
             return .failure(.failed(Failure(.invalidJob, "\(job.record.job): \(error)")))
         }
@@ -147,12 +148,13 @@ final class OutputNames: AgentPart {
         return root
     }
 
-    /// The root `job` kept, opened by its class's path in the config now in force when the admin
-    /// moved the folder there (the same st_dev and st_ino); nil when it was not moved so.
+    /// The root `job` kept, opened (open(2)) by its class's path in the config now in force when
+    /// the admin moved the folder there: stat(2) finds the same st_dev and st_ino, through no
+    /// symlink `run` refuses (FileSystem.isAdminsRoot). Nil when it was not moved so.
     func movedRoot(of job: Job) -> DirectoryHandle? {
         guard let kept = job.destination else { return nil }
         let path = config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
-        guard path != kept.path else { return nil }
+        guard path != kept.path, FileSystem.isAdminsRoot(path) else { return nil }
         if let open = destinations[path] { return open.device == kept.device && open.inode == kept.inode ? open : nil }
         var info = stat()
         guard stat(path, &info) == 0, UInt64(info.st_dev) == kept.device, UInt64(info.st_ino) == kept.inode,

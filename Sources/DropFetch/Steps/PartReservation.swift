@@ -35,7 +35,7 @@ final class PartReservation: WorkerTask {
         func name(in folder: DirectoryHandle, owner: PartOwner, key: RecordKey) -> String? {
             switch self {
             case .setAside(let part):
-                part.folderPath == folder.path ? part.finalName : nil
+                part.isIn(folder) ? part.finalName : nil
             case .recorded(let name):
                 EarlierName.ownsPart(of: name, in: folder, owner: owner, key: key) ? name : nil
             }
@@ -164,14 +164,14 @@ final class PartReservation: WorkerTask {
         /// This download's own part under `candidate`, closed while it waited in this run: it was
         /// created or vetted by this run's reservation, so its data is the job's to resume.
         private func ownSetAside(_ candidate: String, in folder: DirectoryHandle) -> SetAsidePart? {
-            guard case .setAside(let part)? = earlier, part.folderPath == folder.path, part.finalName == candidate else { return nil }
+            guard case .setAside(let part)? = earlier, part.isIn(folder), part.finalName == candidate else { return nil }
             return part
         }
 
         /// Takes `candidate`, or finds this job's published file under it; nil: the next name.
         private func take(_ candidate: String, in folder: DirectoryHandle) throws(SystemError) -> Answer? {
             let own = ownSetAside(candidate, in: folder)
-            if own == nil, siblings.contains(where: { $0.folderPath == folder.path && $0.finalName == candidate }) {
+            if own == nil, siblings.contains(where: { $0.isIn(folder) && $0.finalName == candidate }) {
                 return taken(candidate, in: folder, by: "another download of \(owner.job)")
             }
             if let final = try folder.status(candidate) {

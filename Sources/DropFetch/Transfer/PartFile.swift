@@ -525,11 +525,10 @@ final class PartFile {
         recordFile = (created.inode, created.size, record)
     }
 
-    /// Names its folder by `path` from now on, the destination moved (`Job.relabelDestination`).
-    func relabel(_ path: String) {
-        guard let twin = try? folder.relabeled(path) else { return }
-        folder = twin
-        finalPath = FileSystem.join(path, finalName)
+    /// Reaches its folder through `same` (that folder, named by another path) from now on.
+    func relabel(_ same: DirectoryHandle) {
+        folder = same
+        finalPath = FileSystem.join(same.path, finalName)
     }
 
     /// Gives up the data and the name: the part and its record are removed.

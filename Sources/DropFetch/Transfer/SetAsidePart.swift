@@ -11,6 +11,9 @@ import Glibc
 /// of its own, which a download waiting for descriptors must not hold.
 struct SetAsidePart: Sendable {
     private(set) var folderPath: String
+    /// Its folder's st_dev and st_ino: which folder it lies in, whatever path names it now.
+    let folderDevice: UInt64
+    let folderInode: UInt64
     let name: String
     let finalName: String
     /// The part's inode and owner: a file under the name that is not this one is not removed.
@@ -32,6 +35,8 @@ struct SetAsidePart: Sendable {
     /// `part`'s place; the caller drops `part`, which closes its descriptor.
     init(_ part: PartFile) {
         folderPath = part.folder.path
+        folderDevice = part.folder.device
+        folderInode = part.folder.inode
         name = part.name
         finalName = part.finalName
         inode = part.record.part
@@ -53,7 +58,12 @@ struct SetAsidePart: Sendable {
 
     /// Whether `location` is where this part lies.
     func isAt(_ location: PartFile.Location) -> Bool {
-        location.name == name && location.folder.path == folderPath
+        location.name == name && isIn(location.folder)
+    }
+
+    /// Whether it lies in `folder` (the same st_dev and st_ino, not the same path).
+    func isIn(_ folder: DirectoryHandle) -> Bool {
+        folder.device == folderDevice && folder.inode == folderInode
     }
 
     /// Writes `record` into the part's record file if a write of it failed: without it the next

@@ -115,7 +115,7 @@ struct ReloadDestinationTests {
         #expect(try fixture.status("done", "slow.url").downloads.first?.file == moved + "/slow.bin")
     }
 
-    @Test("a class's folder moved and named in its new place by a reload while a download waits for its retry with data: resumed there (Range: bytes=20000-); the status file and DROPFETCH_FILES name the new place")
+    @Test("a class's folder moved and named in its new place by a reload while a download with an absolute dir= waits for its retry with data: resumed there (Range: bytes=20000-); the status file and DROPFETCH_FILES name the new place")
     func folderMovedWhileDownloadWaits() throws {
         let server = try TestHTTPServer()
         let body = TestHTTPServer.randomBytes(60_000, seed: 347)
@@ -126,9 +126,10 @@ struct ReloadDestinationTests {
         let hook = "hooks: { on_done: [/bin/sh, -c, 'printf %s \"$DROPFETCH_FILES\" > \(files)'] }\n"
         try fixture.writeConfig(Self.mediaClass(first, retryDelay: "6s") + hook)
         try fixture.startDaemon()
-        try fixture.drop("cut.url", server.url("/cut.bin") + "\n", folder: "media")
+        // An absolute dir= is checked against the folder the job was admitted under.
+        try fixture.drop("cut.url", server.url("/cut.bin") + "\n  dir=\(first)/sub\n", folder: "media")
         #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
-            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(first + "/.cut.bin.part") == 20_000
+            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(first + "/sub/.cut.bin.part") == 20_000
                 && fixture.log.contains("retry_in")
         }, "\(fixture.log)")
 
@@ -141,11 +142,11 @@ struct ReloadDestinationTests {
         }, "\(fixture.jobs(in: "failed")) \(fixture.log)")
         #expect(try fixture.stopDaemon() == 0)
 
-        #expect(TestHTTPServer.sha256Hex(ofFileAt: moved + "/cut.bin") == TestHTTPServer.sha256Hex(body))
+        #expect(TestHTTPServer.sha256Hex(ofFileAt: moved + "/sub/cut.bin") == TestHTTPServer.sha256Hex(body))
         #expect(server.requests(to: "/cut.bin").map { $0.header("Range") } == [nil, "bytes=20000-"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: moved) == ["cut.bin"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: moved + "/sub") == ["cut.bin"])
         #expect(!FileManager.default.fileExists(atPath: first), "the old path was made again")
-        #expect(try fixture.status("done", "cut.url").downloads.first?.file == moved + "/cut.bin")
-        #expect(try String(contentsOfFile: files, encoding: .utf8) == moved + "/cut.bin")
+        #expect(try fixture.status("done", "cut.url").downloads.first?.file == moved + "/sub/cut.bin")
+        #expect(try String(contentsOfFile: files, encoding: .utf8) == moved + "/sub/cut.bin")
     }
 }
