@@ -59,8 +59,8 @@ final class Job {
     private var publishedRecords: [PublishedRecord?]
     /// The destination root of its first reservation, kept through config reloads (docs/config.md, Reloading).
     private(set) var destination: DirectoryHandle?
-    /// The path `destination` had before a reload relabelled it (`relabelDestination`).
-    private var movedFrom: String?
+    /// Whether a reload named `destination` by another path (`relabelDestination`).
+    private var relabelled = false
     /// The path `destination` had when it was kept: an absolute `dir=` is resolved against it,
     /// since the job was admitted under that path, whatever a relabel names the folder now.
     private(set) var keptPath: String?
@@ -179,9 +179,9 @@ final class Job {
     func relabelDestination(_ root: DirectoryHandle) {
         guard let old = destination?.path else { return }
         destination = root
-        movedFrom = old
+        relabelled = true
         for case let part? in parts {
-            if let same = renamed(part.folder, from: old) { part.relabel(same) }
+            if let same = renamed(part.folder) { part.relabel(same) }
         }
         for (index, earlier) in earlierNames {
             guard case .setAside(var part) = earlier else { continue }
@@ -191,26 +191,29 @@ final class Job {
         for index in machine.downloads.indices { apply(.destinationMoved(from: old, to: root.path), to: index) }
     }
 
-    /// `folder` (below the old root `old`) reached under the kept root's path: the root itself, or
-    /// a twin descriptor of a subfolder (DirectoryHandle.relabeled; nil when none is free).
-    private func renamed(_ folder: DirectoryHandle, from old: String) -> DirectoryHandle? {
-        guard let root = destination, FileSystem.moved(folder.path, from: root.path, to: root.path) == nil,
-              let path = FileSystem.moved(folder.path, from: old, to: root.path) else { return nil }
-        if folder.components.isEmpty { return folder.device == root.device && folder.inode == root.inode ? root : nil }
-        return try? folder.relabeled(path)
+    /// `folder`, walked from the kept root (its `components`), named under the root's path now: the
+    /// root itself, or a twin descriptor of a subfolder (DirectoryHandle.relabeled); nil when its
+    /// name is right already, or no descriptor is free.
+    private func renamed(_ folder: DirectoryHandle) -> DirectoryHandle? {
+        guard let root = destination else { return nil }
+        if folder.components.isEmpty {
+            return folder !== root && folder.device == root.device && folder.inode == root.inode ? root : nil
+        }
+        let path = folder.components.reduce(root.path) { FileSystem.join($0, $1) }
+        return path == folder.path ? nil : try? folder.relabeled(path)
     }
 
     /// A job that has taken no name follows its class's destination again (a reload reclassified it).
     func forgetDestination() {
         destination = nil
         keptPath = nil
-        movedFrom = nil
+        relabelled = false
     }
 
     /// Download `index` owns `part` from now until it is published or given up.
     func take(_ part: PartFile, for index: Int) {
         // Reserved under the root's old name by a request sent before the reload relabelled it.
-        if let movedFrom, let same = renamed(part.folder, from: movedFrom) { part.relabel(same) }
+        if relabelled, let same = renamed(part.folder) { part.relabel(same) }
         parts[index] = part
         if !earlierNames.isEmpty { earlierNames[index] = nil }
         apply(.nameTaken(size: part.size, recordMirror: part.record.mirror, finalPath: part.finalPath), to: index)

@@ -48,6 +48,12 @@ final class PartReservation: WorkerTask {
             }
         }
 
+        /// Whether it is the file `part` reopened (the set-aside part's inode), wherever it was found.
+        func isFile(of part: PartFile) -> Bool {
+            if case .setAside(let earlier) = self { return earlier.inode == part.record.part && earlier.name == part.name }
+            return false
+        }
+
         /// Gives the earlier name up: its part is removed if it is still this owner's (a recorded
         /// one only where it lies in `folder`).
         func remove(in folder: DirectoryHandle?, owner: PartOwner, key: RecordKey) {
@@ -201,7 +207,7 @@ final class PartReservation: WorkerTask {
             switch reservation {
             case .ours(let part):
                 if let own { part.restore(record: own.record) }
-                if let earlier, !earlier.isAt(part.location) { earlier.remove(in: folder, owner: owner, key: key) }
+                if let earlier, !earlier.isAt(part.location), !earlier.isFile(of: part) { earlier.remove(in: folder, owner: owner, key: key) }
                 return .reserved(part.handOver())
             case .obstructed(let reason):
                 // Nobody's to wait for: `rename` takes the next name, the others fail.

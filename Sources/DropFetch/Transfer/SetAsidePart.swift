@@ -61,9 +61,10 @@ struct SetAsidePart: Sendable {
         location.name == name && isIn(location.folder)
     }
 
-    /// Whether it lies in `folder` (the same st_dev and st_ino, not the same path).
+    /// Whether it lies in `folder`: the path it was set aside under, or the same st_dev and st_ino
+    /// under another path (a destination moved and relabelled: `Job.relabelDestination`).
     func isIn(_ folder: DirectoryHandle) -> Bool {
-        folder.device == folderDevice && folder.inode == folderInode
+        folder.path == folderPath || (folder.device == folderDevice && folder.inode == folderInode)
     }
 
     /// Writes `record` into the part's record file if a write of it failed: without it the next

@@ -124,7 +124,7 @@ struct ReloadDestinationTests {
         let first = fixture.root.path + "/first", moved = fixture.root.path + "/moved"
         let files = fixture.root.path + "/files.txt"
         let hook = "hooks: { on_done: [/bin/sh, -c, 'printf %s \"$DROPFETCH_FILES\" > \(files)'] }\n"
-        try fixture.writeConfig(Self.mediaClass(first, retryDelay: "6s") + hook)
+        try fixture.writeConfig(Self.mediaClass(first, retryDelay: "12s") + hook)
         try fixture.startDaemon()
         // An absolute dir= is checked against the folder the job was admitted under.
         try fixture.drop("cut.url", server.url("/cut.bin") + "\n  dir=\(first)/sub\n", folder: "media")
@@ -134,10 +134,11 @@ struct ReloadDestinationTests {
         }, "\(fixture.log)")
 
         #expect(rename(first, moved) == 0)
-        try fixture.writeConfig(Self.mediaClass(moved, retryDelay: "6s") + hook)
+        try fixture.writeConfig(Self.mediaClass(moved, retryDelay: "12s") + hook)
         #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
         #expect(server.requests(to: "/cut.bin").count == 1, "the retry came before the reload: the test proves nothing")
-        #expect(try waitUntil(timeout: .seconds(20)) {
+        // The retry comes 6–12 s after the cut (jitter): time for the move and the reload first.
+        #expect(try waitUntil(timeout: .seconds(30)) {
             fixture.jobs(in: "done").contains("cut.url") && ((try? String(contentsOfFile: files, encoding: .utf8)) ?? "").hasSuffix("cut.bin")
         }, "\(fixture.jobs(in: "failed")) \(fixture.log)")
         #expect(try fixture.stopDaemon() == 0)
