@@ -48,10 +48,10 @@ final class PartReservation: WorkerTask {
             }
         }
 
-        /// Whether it is the file `part` reopened (the set-aside part's inode), wherever it was found.
+        /// Whether it is the file `part` reopened (the set-aside part's st_dev and inode), wherever it was found.
         func isFile(of part: PartFile) -> Bool {
-            if case .setAside(let earlier) = self { return earlier.inode == part.record.part && earlier.name == part.name }
-            return false
+            guard case .setAside(let earlier) = self else { return false }
+            return earlier.inode == part.record.part && earlier.folderDevice == part.folder.device && earlier.name == part.name
         }
 
         /// Gives the earlier name up: its part is removed if it is still this owner's (a recorded
