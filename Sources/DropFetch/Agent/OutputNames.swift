@@ -153,7 +153,7 @@ final class OutputNames: AgentPart {
     /// symlink `run` refuses (FileSystem.isAdminsRoot). Nil when it was not moved so.
     func movedRoot(of job: Job) -> DirectoryHandle? {
         guard let kept = job.destination else { return nil }
-        let path = config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
+        let path = classDestinationPath(of: job)
         guard path != kept.path, FileSystem.isAdminsRoot(path) else { return nil }
         if let open = destinations[path] { return open.device == kept.device && open.inode == kept.inode ? open : nil }
         var info = stat()
@@ -166,7 +166,12 @@ final class OutputNames: AgentPart {
 
     /// The path of the job's destination root: the one it kept (`Job.destination`), else its class's.
     func destinationPath(of job: Job) -> String {
-        job.destination?.path ?? config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
+        job.destination?.path ?? classDestinationPath(of: job)
+    }
+
+    /// The destination the config in force names for the job's class (else the global one).
+    private func classDestinationPath(of job: Job) -> String {
+        config.jobClass(named: job.record.className)?.destination.map(Agent.absolute) ?? context.destinationRoot
     }
 
     /// `x.iso`, `x.1.iso`, `x.2.iso`, …; the stem is cut so that a variant stays within

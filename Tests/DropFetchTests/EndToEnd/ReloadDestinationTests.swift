@@ -35,6 +35,22 @@ struct ReloadDestinationTests {
         return body
     }
 
+    /// Serves `/cut.bin` (60,000 bytes, the first connection cut after 20,000), starts a daemon with
+    /// `config`, drops `cut.url` (its URL, then `jobLines`) into inbox/media/ and waits until the
+    /// part at `part` holds the 20,000 bytes while the retry waits. Returns the body.
+    private static func startCutDownload(from server: TestHTTPServer, config: String, jobLines: String = "",
+                                         part: String, seed: UInt64, _ fixture: SpoolFixture) throws -> [UInt8] {
+        let body = TestHTTPServer.randomBytes(60_000, seed: seed)
+        server.serve("/cut.bin", body: body, faults: [.times(1, .dropAfter(bytes: 20_000))])
+        try fixture.writeConfig(config)
+        try fixture.startDaemon()
+        try fixture.drop("cut.url", server.url("/cut.bin") + "\n" + jobLines, folder: "media")
+        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
+            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(part) == 20_000 && fixture.log.contains("retry_in")
+        }, "\(fixture.log)")
+        return body
+    }
+
     @Test("a download running when a reload moves its class's destination is published where it began; a job dropped after the reload goes to the new folder")
     func runningDownloadKeepsItsFolder() throws {
         let server = try TestHTTPServer()
@@ -66,18 +82,10 @@ struct ReloadDestinationTests {
     @Test("a download waiting for its retry with data when a reload moves its class's destination resumes its part where it began (Range: bytes=20000-)")
     func waitingDownloadResumesInItsFolder() throws {
         let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(60_000, seed: 343)
-        server.serve("/cut.bin", body: body, faults: [.times(1, .dropAfter(bytes: 20_000))])
         let fixture = try SpoolFixture()
         let first = fixture.root.path + "/first", second = fixture.root.path + "/second"
-        try fixture.writeConfig(Self.mediaClass(first, retryDelay: "6s"))
-        try fixture.startDaemon()
-        try fixture.drop("cut.url", server.url("/cut.bin") + "\n", folder: "media")
-        // The first connection is cut after 20,000 bytes; the part keeps them while the retry waits.
-        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
-            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(first + "/.cut.bin.part") == 20_000
-                && fixture.log.contains("retry_in")
-        }, "\(fixture.log)")
+        let body = try Self.startCutDownload(from: server, config: Self.mediaClass(first, retryDelay: "6s"),
+                                             part: first + "/.cut.bin.part", seed: 343, fixture)
 
         try fixture.writeConfig(Self.mediaClass(second, retryDelay: "6s"))
         #expect(try waitUntil(timeout: .seconds(10)) { fixture.log.contains("config reloaded") }, "\(fixture.log)")
@@ -118,20 +126,13 @@ struct ReloadDestinationTests {
     @Test("a class's folder moved and named in its new place by a reload while a download with an absolute dir= waits for its retry with data: resumed there (Range: bytes=20000-); the status file and DROPFETCH_FILES name the new place")
     func folderMovedWhileDownloadWaits() throws {
         let server = try TestHTTPServer()
-        let body = TestHTTPServer.randomBytes(60_000, seed: 347)
-        server.serve("/cut.bin", body: body, faults: [.times(1, .dropAfter(bytes: 20_000))])
         let fixture = try SpoolFixture()
         let first = fixture.root.path + "/first", moved = fixture.root.path + "/moved"
         let files = fixture.root.path + "/files.txt"
         let hook = "hooks: { on_done: [/bin/sh, -c, 'printf %s \"$DROPFETCH_FILES\" > \(files)'] }\n"
-        try fixture.writeConfig(Self.mediaClass(first, retryDelay: "12s") + hook)
-        try fixture.startDaemon()
         // An absolute dir= is checked against the folder the job was admitted under.
-        try fixture.drop("cut.url", server.url("/cut.bin") + "\n  dir=\(first)/sub\n", folder: "media")
-        #expect(try waitUntil(timeout: .seconds(10), interval: .milliseconds(10)) {
-            server.requests(to: "/cut.bin").count == 1 && fixture.fileSize(first + "/sub/.cut.bin.part") == 20_000
-                && fixture.log.contains("retry_in")
-        }, "\(fixture.log)")
+        let body = try Self.startCutDownload(from: server, config: Self.mediaClass(first, retryDelay: "12s") + hook,
+                                             jobLines: "  dir=\(first)/sub\n", part: first + "/sub/.cut.bin.part", seed: 347, fixture)
 
         #expect(rename(first, moved) == 0)
         try fixture.writeConfig(Self.mediaClass(moved, retryDelay: "12s") + hook)
